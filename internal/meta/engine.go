@@ -1,0 +1,185 @@
+package meta
+
+import "context"
+
+// Engine is the metadata store as the vfs uses it. Every method is one
+// file-system operation, atomic across all clients of the volume, and safe to
+// call concurrently. Expected outcomes are bare syscall.Errno values as
+// documented per method; ENOENT for a missing inode or name applies to all
+// methods that take one. Permission checks use the context's Cred (see
+// WithCred) unless Cred.Trusted is set.
+//
+// Engines that support admin work implement the optional interfaces in
+// admin.go as well; callers find them with a type assertion.
+type Engine interface {
+	// Format writes the volume settings and creates the root directory.
+	// It returns ErrFormatted if the volume exists, unless force is set, in
+	// which case only the settings are replaced.
+	Format(ctx context.Context, f Format, force bool) error
+	// Load reads the volume settings: ErrNotFormatted if there are none,
+	// ErrNewerFormat if a newer binary wrote them.
+	Load(ctx context.Context) (Format, error)
+	// Close releases the engine's connections, after flushing counters.
+	Close() error
+
+	// Lookup finds name in the directory parent. "." and ".." are handled
+	// by the caller. ENOTDIR if parent is not a directory.
+	Lookup(ctx context.Context, parent Ino, name string) (Entry, error)
+	// Getattr returns an inode's attributes.
+	Getattr(ctx context.Context, ino Ino) (Attr, error)
+	// Setattr changes mode, owner and times as req.Valid says (not the
+	// size: see Truncate). EPERM when the caller may not.
+	Setattr(ctx context.Context, ino Ino, req SetattrRequest) (Attr, error)
+	// Access checks that the caller may access ino with mask (R_OK,
+	// W_OK, X_OK bits): nil or EACCES.
+	Access(ctx context.Context, ino Ino, mask uint32) error
+
+	// Mknod creates a file, directory, symlink, FIFO, socket or device
+	// node. EEXIST if the name is taken, ENAMETOOLONG, EACCES.
+	Mknod(ctx context.Context, req MknodRequest) (Entry, error)
+	// Link adds a hard link to ino as parent/name. EPERM for directories.
+	Link(ctx context.Context, ino Ino, parent Ino, name string) (Entry, error)
+	// Unlink removes a non-directory entry. EISDIR for a directory.
+	// When the inode's last link goes, the inode becomes an orphan and
+	// Removed.Orphan is set: the caller calls Purge once no open handle
+	// needs it.
+	Unlink(ctx context.Context, parent Ino, name string) (Removed, error)
+	// Rmdir removes an empty directory: ENOTEMPTY, ENOTDIR.
+	Rmdir(ctx context.Context, parent Ino, name string) error
+	// Rename moves an entry, replacing an existing target as rename(2)
+	// allows, with RENAME_NOREPLACE and RENAME_EXCHANGE. A replaced file
+	// whose last link goes is reported in Removed as for Unlink.
+	Rename(ctx context.Context, req RenameRequest) (Removed, error)
+	// Readdir returns up to limit entries of directory ino whose names sort
+	// after the name after ("" = from the start), in byte order of names,
+	// without "." and "..". With plus, each entry carries its Attr.
+	Readdir(ctx context.Context, ino Ino, after string, limit int, plus bool) ([]DirEntry, error)
+	// Readlink returns a symlink's target: EINVAL if ino is not one.
+	Readlink(ctx context.Context, ino Ino) (string, error)
+
+	// Truncate sets a regular file's length, dropping or hiding data
+	// beyond it; the part of the file it extends reads as zeros.
+	// EISDIR/EINVAL for other types. mtime and ctime are updated.
+	Truncate(ctx context.Context, ino Ino, length uint64) (Attr, error)
+	// Fallocate allocates (mode 0 or FALLOC_FL_KEEP_SIZE), punches a hole
+	// (FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE) or zeroes a range
+	// (FALLOC_FL_ZERO_RANGE). Other modes: EOPNOTSUPP.
+	Fallocate(ctx context.Context, ino Ino, mode uint32, off, length uint64) (Attr, error)
+	// ReadChunk returns the slice list of chunk index of ino, oldest first.
+	// A chunk never written returns an empty list.
+	ReadChunk(ctx context.Context, ino Ino, index uint32) ([]Slice, error)
+	// WriteChunk appends a slice whose blocks are already stored, extends
+	// the length to cover it and sets mtime and ctime to now.
+	WriteChunk(ctx context.Context, ino Ino, index uint32, s Slice) (CommitResult, error)
+	// CopyFileRange clones bytes from one file to another (or the same)
+	// by reference, without copying data. It returns the bytes copied,
+	// which is short when the source ends first.
+	CopyFileRange(ctx context.Context, req CopyRequest) (uint64, error)
+	// CompactChunk replaces the slice list old of a chunk by replacement,
+	// which must read the same. If the list no longer starts with old
+	// (another write came in between), the slices that followed are kept
+	// after replacement; if old is no longer a prefix, ErrConflict.
+	CompactChunk(ctx context.Context, ino Ino, index uint32, old, replacement []Slice) error
+	// NewSliceID returns a volume-unique slice id.
+	NewSliceID(ctx context.Context) (SliceID, error)
+
+	// Getxattr returns an extended attribute's value: ENODATA if unset.
+	Getxattr(ctx context.Context, ino Ino, name string) ([]byte, error)
+	// Setxattr sets an extended attribute. flags is XATTR_CREATE (EEXIST
+	// if set), XATTR_REPLACE (ENODATA if unset) or 0. E2BIG past
+	// MaxXattrValue.
+	Setxattr(ctx context.Context, ino Ino, name string, value []byte, flags uint32) error
+	// Listxattr returns the names of ino's extended attributes.
+	Listxattr(ctx context.Context, ino Ino) ([]string, error)
+	// Removexattr removes an extended attribute: ENODATA if unset.
+	Removexattr(ctx context.Context, ino Ino, name string) error
+
+	// Statfs returns the volume's usage.
+	Statfs(ctx context.Context) (Statfs, error)
+
+	// Purge deletes an orphan inode (no links left) with its data
+	// references; the freed slices become visible to FreedSlices. It is a
+	// no-op for an inode that still has links or does not exist.
+	Purge(ctx context.Context, ino Ino) error
+	// FreedSlices returns up to limit slices whose last reference is gone
+	// (ID and Size set): their objects may be deleted.
+	FreedSlices(ctx context.Context, limit int) ([]Slice, error)
+	// ForgetFreed drops slices from the freed list once their objects are
+	// deleted. Idempotent.
+	ForgetFreed(ctx context.Context, ids []SliceID) error
+}
+
+// SetattrRequest says which attributes Setattr changes.
+type SetattrRequest struct {
+	Valid SetattrMask
+	Mode  uint16 // permission bits (07777)
+	Uid   uint32
+	Gid   uint32
+	Atime int64 // ns; ignored with SetAtimeNow
+	Mtime int64 // ns; ignored with SetMtimeNow
+}
+
+// SetattrMask selects the fields a SetattrRequest changes.
+type SetattrMask uint32
+
+// Setattr fields.
+const (
+	SetMode SetattrMask = 1 << iota
+	SetUid
+	SetGid
+	SetAtime
+	SetMtime
+	SetAtimeNow
+	SetMtimeNow
+)
+
+// MknodRequest creates one inode.
+type MknodRequest struct {
+	Parent Ino
+	Name   string
+	Type   Type
+	Mode   uint16 // permission bits, umask already applied
+	Rdev   uint32
+	Target string // symlink target
+	// Exclusive returns EEXIST if the name exists. Without it, an
+	// existing regular file is returned as is (open with O_CREAT).
+	Exclusive bool
+}
+
+// Removed describes an inode that lost a link in Unlink or Rename.
+type Removed struct {
+	Ino    Ino
+	Attr   Attr
+	Orphan bool // the last link is gone; Purge when no handle is open
+}
+
+// Rename flags, as renameat2(2).
+const (
+	RenameNoReplace uint32 = 1
+	RenameExchange  uint32 = 2
+	RenameWhiteout  uint32 = 4
+)
+
+// RenameRequest moves OldParent/OldName to NewParent/NewName.
+type RenameRequest struct {
+	OldParent Ino
+	OldName   string
+	NewParent Ino
+	NewName   string
+	Flags     uint32
+}
+
+// CommitResult is what WriteChunk reports.
+type CommitResult struct {
+	Attr       Attr
+	SliceCount int // slices in the chunk after the commit
+}
+
+// CopyRequest clones Len bytes from SrcIno at SrcOff to DstIno at DstOff.
+type CopyRequest struct {
+	SrcIno Ino
+	SrcOff uint64
+	DstIno Ino
+	DstOff uint64
+	Len    uint64
+}

@@ -1,0 +1,63 @@
+// Package kv is the narrow transactional seam under Shoal's metadata engine:
+// an ordered key-value store with serializable transactions. The engine in
+// package kvmeta implements every file-system operation once, over this
+// seam; SQLite, PostgreSQL and Redis each implement only Store and Tx.
+//
+// Why a KV seam rather than one engine per database: the POSIX rules
+// (rename legality, nlink, sticky bit, orphans, slice reference counts) are
+// the hard part, and writing them once per engine is how peers ended up with
+// three diverging renames. A backend here is a few hundred lines.
+//
+// Keys are byte strings ordered bytewise. Scans are by prefix; backends may
+// require a scanned prefix to be at least ScanPrefixLen bytes for ordered,
+// paged scans (shorter prefixes are for admin scans and may be unordered).
+package kv
+
+import (
+	"context"
+	"errors"
+)
+
+// ScanPrefixLen is the prefix length of ordered, paged scans: a one-byte
+// key kind plus an 8-byte inode number.
+const ScanPrefixLen = 9
+
+// ErrConflict is returned by a Tx operation or commit when the transaction
+// collided with another; Store.Txn retries the whole function on it.
+var ErrConflict = errors.New("kv: transaction conflict")
+
+// Store is a transactional ordered key-value store.
+type Store interface {
+	// Txn runs fn in a serializable read-write transaction and commits it.
+	// If fn returns an error, nothing is written and Txn returns it. On a
+	// conflict (ErrConflict, a serialization failure, a busy database) fn
+	// runs again from scratch, with backoff, a bounded number of times; if
+	// the backend stays unreachable past its retry bound, Txn returns an
+	// error wrapping meta.ErrUnavailable. fn must not keep tx after it
+	// returns and must have no side effects besides tx.
+	Txn(ctx context.Context, fn func(tx Tx) error) error
+	// View runs fn in a read-only transaction that sees one consistent
+	// snapshot. Writes through tx inside View are an error.
+	View(ctx context.Context, fn func(tx Tx) error) error
+	// Name names the backend and location for logs, without secrets.
+	Name() string
+	// Close releases connections. Calls after Close fail.
+	Close() error
+}
+
+// Tx is a transaction. Reads see the transaction's own writes. Tx is not
+// safe for concurrent use. Write errors are kept and returned from the
+// transaction (and from later calls), so callers need not check each Set.
+type Tx interface {
+	// Get returns the value of key, or nil if absent. The returned slice
+	// belongs to the caller.
+	Get(key []byte) ([]byte, error)
+	// Set stores value under key.
+	Set(key, value []byte)
+	// Delete removes key; absent keys are fine.
+	Delete(key []byte)
+	// Scan calls fn for keys that start with prefix and sort after
+	// prefix+after (after nil or empty: from the first), in key order, at
+	// most limit of them (limit <= 0: all), until fn returns false.
+	Scan(prefix, after []byte, limit int, fn func(key, value []byte) bool) error
+}

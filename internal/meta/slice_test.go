@@ -1,0 +1,85 @@
+package meta
+
+import (
+	"math/rand"
+	"reflect"
+	"testing"
+)
+
+func TestResolveTable(t *testing.T) {
+	tests := []struct {
+		name     string
+		slices   []Slice
+		pos, len uint32
+		want     []Slice
+	}{
+		{"empty", nil, 0, 10, []Slice{{Pos: 0, Len: 10}}},
+		{"one", []Slice{{ID: 1, Size: 10, Len: 10}}, 2, 4, []Slice{{ID: 1, Size: 10, Off: 2, Pos: 2, Len: 4}}},
+		{"shadow middle", []Slice{{ID: 1, Size: 10, Len: 10}, {ID: 2, Size: 2, Pos: 4, Len: 2}}, 0, 10, []Slice{
+			{ID: 1, Size: 10, Len: 4}, {ID: 2, Size: 2, Pos: 4, Len: 2}, {ID: 1, Size: 10, Off: 6, Pos: 6, Len: 4}}},
+		{"hole between", []Slice{{ID: 1, Size: 2, Len: 2}, {ID: 2, Size: 2, Pos: 6, Len: 2}}, 0, 10, []Slice{
+			{ID: 1, Size: 2, Len: 2}, {Pos: 2, Len: 4}, {ID: 2, Size: 2, Pos: 6, Len: 2}, {Pos: 8, Len: 2}}},
+		{"hole slice shadows", []Slice{{ID: 1, Size: 10, Len: 10}, {Pos: 5, Len: 5}}, 0, 10, []Slice{
+			{ID: 1, Size: 10, Len: 5}, {Pos: 5, Len: 5}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Resolve(tt.slices, tt.pos, tt.len); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got %v\nwant %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestResolveModel checks Resolve against a byte-per-position painter.
+func TestResolveModel(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	const size = 64
+	for round := 0; round < 2000; round++ {
+		var slices []Slice
+		model := make([]int64, size) // id*1000+offset into slice data, -1 = hole
+		for i := range model {
+			model[i] = -1
+		}
+		for n := rng.Intn(8); n > 0; n-- {
+			pos := uint32(rng.Intn(size))
+			ln := uint32(rng.Intn(size-int(pos))) + 1
+			id := SliceID(len(slices) + 1)
+			off := uint32(rng.Intn(5))
+			if rng.Intn(6) == 0 {
+				id = 0
+			}
+			s := Slice{ID: id, Size: off + ln, Off: off, Len: ln, Pos: pos}
+			slices = append(slices, s)
+			for i := pos; i < pos+ln; i++ {
+				if id == 0 {
+					model[i] = -1
+				} else {
+					model[i] = int64(id)*1000 + int64(off+i-pos)
+				}
+			}
+		}
+		pos := uint32(rng.Intn(size))
+		ln := uint32(rng.Intn(size-int(pos))) + 1
+		at := pos
+		for _, p := range Resolve(slices, pos, ln) {
+			if p.Pos != at {
+				t.Fatalf("gap at %d: %v", at, p)
+			}
+			for i := uint32(0); i < p.Len; i++ {
+				want := model[p.Pos+i]
+				got := int64(-1)
+				if p.ID != 0 {
+					got = int64(p.ID)*1000 + int64(p.Off+i)
+				}
+				if got != want {
+					t.Fatalf("round %d pos %d: got %d want %d (%v)", round, p.Pos+i, got, want, slices)
+				}
+			}
+			at += p.Len
+		}
+		if at != pos+ln {
+			t.Fatalf("covered up to %d, want %d", at, pos+ln)
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package meta
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// Ino is an inode number. RootIno is the root directory; 0 is never used.
+type Ino uint64
+
+// RootIno is the inode number of the volume's root directory. It equals the
+// FUSE root node id so that the fusefs adaptor can use inode numbers as node
+// ids unchanged.
+const RootIno Ino = 1
+
+// SliceID names a slice of file data. 0 is a hole: it reads as zeros and has
+// no objects.
+type SliceID uint64
+
+// ChunkSize is the span of file offsets one chunk covers.
+const ChunkSize = 64 << 20
+
+// MaxNameLen is the longest directory entry name, as on Linux.
+const MaxNameLen = 255
+
+// MaxSymlinkLen is the longest symlink target.
+const MaxSymlinkLen = 4096
+
+// MaxXattrValue is the largest xattr value an engine accepts.
+const MaxXattrValue = 64 << 10
+
+// Type is an inode's file type.
+type Type uint8
+
+// File types.
+const (
+	TypeFile Type = iota + 1
+	TypeDir
+	TypeSymlink
+	TypeFIFO
+	TypeBlockDev
+	TypeCharDev
+	TypeSocket
+)
+
+// TypeFromMode returns the Type for the S_IFMT bits of a mode.
+func TypeFromMode(mode uint32) Type {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		return TypeDir
+	case syscall.S_IFLNK:
+		return TypeSymlink
+	case syscall.S_IFIFO:
+		return TypeFIFO
+	case syscall.S_IFBLK:
+		return TypeBlockDev
+	case syscall.S_IFCHR:
+		return TypeCharDev
+	case syscall.S_IFSOCK:
+		return TypeSocket
+	default:
+		return TypeFile
+	}
+}
+
+// ModeBits returns the S_IFMT bits for t.
+func (t Type) ModeBits() uint32 {
+	switch t {
+	case TypeDir:
+		return syscall.S_IFDIR
+	case TypeSymlink:
+		return syscall.S_IFLNK
+	case TypeFIFO:
+		return syscall.S_IFIFO
+	case TypeBlockDev:
+		return syscall.S_IFBLK
+	case TypeCharDev:
+		return syscall.S_IFCHR
+	case TypeSocket:
+		return syscall.S_IFSOCK
+	default:
+		return syscall.S_IFREG
+	}
+}
+
+// DirentType returns the DT_* value for t, as readdir reports it.
+func (t Type) DirentType() uint32 { return t.ModeBits() >> 12 }
+
+// Attr is an inode's attributes. Times are nanoseconds since the Unix epoch.
+type Attr struct {
+	Type   Type
+	Mode   uint16 // permission bits with setuid, setgid and sticky (07777)
+	Uid    uint32
+	Gid    uint32
+	Atime  int64
+	Mtime  int64
+	Ctime  int64
+	Nlink  uint32
+	Length uint64 // file size; for a symlink, the target length
+	Rdev   uint32
+	Parent Ino // for a directory, its parent; 0 for other types
+}
+
+// FullMode returns the attribute's mode with its S_IFMT bits.
+func (a Attr) FullMode() uint32 { return a.Type.ModeBits() | uint32(a.Mode) }
+
+// Entry is an inode number with its attributes, as lookup and create return.
+type Entry struct {
+	Ino  Ino
+	Attr Attr
+}
+
+// DirEntry is one directory entry as Readdir returns it.
+type DirEntry struct {
+	Name string
+	Ino  Ino
+	Type Type
+	Attr *Attr // set only when Readdir was asked for attributes
+}
+
+// Slice is one write's data placed in a chunk: Len bytes at chunk position
+// Pos, taken from offset Off of the slice's stored data, which is Size bytes
+// long in all. Later slices in a chunk's list shadow earlier ones where they
+// overlap. A slice with ID 0 is a hole (reads as zeros).
+type Slice struct {
+	ID   SliceID
+	Size uint32
+	Off  uint32
+	Len  uint32
+	Pos  uint32
+}
+
+// String formats s for logs.
+func (s Slice) String() string {
+	return fmt.Sprintf("slice{id=%d size=%d off=%d len=%d pos=%d}", s.ID, s.Size, s.Off, s.Len, s.Pos)
+}
+
+// Format holds a volume's settings, written once by format.
+type Format struct {
+	Name      string    `json:"name"`
+	UUID      string    `json:"uuid"`
+	Version   int       `json:"version"`            // format version; see CurrentFormatVersion
+	Storage   string    `json:"storage"`            // object store kind: "file", "s3", "mem"
+	Bucket    string    `json:"bucket"`             // store location: a directory or a URL
+	BlockSize int       `json:"block_size"`         // bytes per block object, at most 4 MiB
+	Capacity  uint64    `json:"capacity,omitempty"` // bytes; 0 = unlimited
+	Inodes    uint64    `json:"inodes,omitempty"`   // 0 = unlimited
+	Created   time.Time `json:"created"`
+}
+
+// CurrentFormatVersion is the volume format this binary writes. Engines
+// refuse volumes with a higher version.
+const CurrentFormatVersion = 1
+
+// MaxBlockSize is the largest block object size.
+const MaxBlockSize = 4 << 20
+
+// Statfs is a volume's usage.
+type Statfs struct {
+	TotalSpace  uint64
+	UsedSpace   uint64
+	TotalInodes uint64
+	UsedInodes  uint64
+}
+
+// Now returns the current time in nanoseconds, as engines store times.
+func Now() int64 { return time.Now().UnixNano() }

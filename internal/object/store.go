@@ -1,0 +1,54 @@
+// Package object defines the object store seam that file data lives in, and
+// the wrappers that add behaviour around any store (checksums, retries,
+// fault injection). Backends live in sub-packages (filestore, memstore, ...).
+//
+// Objects are immutable blocks of at most a few MiB: they are written once,
+// whole, read by range and deleted. There is no append, rename or overwrite
+// in place, which is what lets every backend stay small and crash safe.
+//
+// Import rules: object imports only the standard library; backends import
+// object; nothing here knows about inodes or metadata.
+package object
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// ErrNotExist is returned (possibly wrapped) when an object is absent.
+var ErrNotExist = errors.New("object does not exist")
+
+// Info describes a stored object.
+type Info struct {
+	Key     string
+	Size    int64
+	ModTime time.Time
+}
+
+// Store is an object store. All methods are safe for concurrent use.
+type Store interface {
+	// Get returns a reader of the object's bytes from off, at most limit
+	// of them (limit < 0: to the end). ErrNotExist if absent. The caller
+	// closes the reader. Reading past the end returns what exists.
+	Get(ctx context.Context, key string, off, limit int64) (io.ReadCloser, error)
+	// Put stores size bytes from r as key, atomically: afterwards readers
+	// see the whole new object or, if Put failed, nothing new; never part
+	// of it. When Put returns nil the object is durable.
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+	// Delete removes key. Deleting an absent key returns nil.
+	Delete(ctx context.Context, key string) error
+	// Head returns the object's Info, or ErrNotExist.
+	Head(ctx context.Context, key string) (Info, error)
+	// List returns up to limit objects whose keys start with prefix and
+	// sort after after, in key order (limit <= 0: all).
+	List(ctx context.Context, prefix, after string, limit int) ([]Info, error)
+	// String names the store and location for logs, without secrets.
+	String() string
+}
+
+// Unwrapper is implemented by wrappers to give the store they wrap.
+type Unwrapper interface {
+	Unwrap() Store
+}
