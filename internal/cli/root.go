@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs the shoal command line with args (args[0] is the program name)
+// and returns the process exit code.
+func Main(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args[1:])
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(os.Stderr, "shoal: %v\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return ExitError
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "shoal",
+		Short: "Shoal: a distributed POSIX file system on a database and an object store",
+		Long: `Shoal mounts one file tree on many machines. Metadata lives in a database
+(SQLite embedded by default; PostgreSQL or Redis across machines) and file
+data in an object store (a local directory by default; S3 across machines).
+
+Start with 'shoal up' to create and mount the embedded default volume.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withCode(ExitUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
+	})
+	root.AddCommand(
+		newBenchCmd(),
+	)
+	return root
+}
