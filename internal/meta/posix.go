@@ -1,0 +1,255 @@
+package meta
+
+import (
+	"strings"
+	"syscall"
+)
+
+// This file holds the POSIX rules that do not depend on an engine. They are
+// pure functions over plain structs; an engine calls them inside its
+// transaction with the attributes it has read, so every engine applies the
+// same rules. With Cred.Trusted (the kernel already checked, as with a FUSE
+// mount using default_permissions) every permission rule is skipped; only
+// the ownership of new inodes (NewOwner) still applies.
+
+// Access mask bits, as access(2) R_OK, W_OK and X_OK.
+const (
+	MayExec  uint32 = 1
+	MayWrite uint32 = 2
+	MayRead  uint32 = 4
+)
+
+// Special mode bits.
+const (
+	ModeSetuid uint16 = 0o4000
+	ModeSetgid uint16 = 0o2000
+	ModeSticky uint16 = 0o1000
+	modeGroupX uint16 = 0o010
+)
+
+// xattr flags, as setxattr(2).
+const (
+	XattrCreate  uint32 = 1
+	XattrReplace uint32 = 2
+)
+
+// MaxXattrName is the longest extended attribute name, as on Linux.
+const MaxXattrName = 255
+
+// CheckName validates a directory entry name: EINVAL for "", ".", "..", a
+// name holding '/' or NUL; ENAMETOOLONG past MaxNameLen bytes.
+func CheckName(name string) error {
+	switch {
+	case len(name) > MaxNameLen:
+		return syscall.ENAMETOOLONG
+	case name == "", name == ".", name == "..":
+		return syscall.EINVAL
+	case strings.ContainsAny(name, "/\x00"):
+		return syscall.EINVAL
+	}
+	return nil
+}
+
+// CheckAccess reports whether c may access an inode with attributes a for
+// mask (MayRead|MayWrite|MayExec): nil or EACCES. The owner bits apply to the
+// owner, the group bits to members of the group (primary or supplementary),
+// the other bits to the rest. Root passes, except that executing a
+// non-directory needs at least one x bit.
+func CheckAccess(c Cred, a Attr, mask uint32) error {
+	if c.Trusted || mask == 0 {
+		return nil
+	}
+	if c.Uid == 0 {
+		if mask&MayExec != 0 && a.Type != TypeDir && a.Mode&0o111 == 0 {
+			return syscall.EACCES
+		}
+		return nil
+	}
+	var bits uint32
+	switch {
+	case c.Uid == a.Uid:
+		bits = uint32(a.Mode>>6) & 7
+	case c.InGroup(a.Gid):
+		bits = uint32(a.Mode>>3) & 7
+	default:
+		bits = uint32(a.Mode) & 7
+	}
+	if mask&^bits != 0 {
+		return syscall.EACCES
+	}
+	return nil
+}
+
+// CheckSticky applies the sticky-directory rule to removing or renaming
+// victim out of dir: in a sticky directory only the owner of the entry, the
+// owner of the directory or root may do so. EPERM otherwise.
+func CheckSticky(c Cred, dir, victim Attr) error {
+	if c.Trusted || c.Uid == 0 || dir.Mode&ModeSticky == 0 {
+		return nil
+	}
+	if c.Uid == dir.Uid || c.Uid == victim.Uid {
+		return nil
+	}
+	return syscall.EPERM
+}
+
+// NewOwner returns the owner, group and mode of an inode of type t that c
+// creates in parent with permission bits mode. A setgid parent passes its
+// group down, and to a subdirectory its setgid bit too. A non-directory's
+// setgid bit is dropped when c is not root and not in the new group.
+func NewOwner(c Cred, parent Attr, t Type, mode uint16) (uid, gid uint32, m uint16) {
+	uid, gid, m = c.Uid, c.Gid, mode&0o7777
+	if parent.Mode&ModeSetgid != 0 {
+		gid = parent.Gid
+		if t == TypeDir {
+			m |= ModeSetgid
+		}
+	}
+	if t != TypeDir && m&ModeSetgid != 0 && c.Uid != 0 && !c.InGroup(gid) {
+		m &^= ModeSetgid
+	}
+	return uid, gid, m
+}
+
+// ApplySetattr returns a with req applied by c at time now (ns), or EPERM /
+// EACCES when c may not make the change. Rules, as Linux:
+//   - chmod: owner or root; a non-root caller not in the file's group loses
+//     the setgid bit.
+//   - chown: only root changes the owner (the owner may "change" it to
+//     itself); chgrp: root, or the owner to a group it is in.
+//   - a change of owner or group clears setuid, and setgid when group-exec
+//     is set, on non-directories.
+//   - times: explicit values need the owner or root; "now" needs the owner,
+//     root or write access.
+//
+// ctime becomes now whenever anything is requested.
+func ApplySetattr(c Cred, a Attr, req SetattrRequest, now int64) (Attr, error) {
+	if err := checkSetattr(c, a, req); err != nil {
+		return a, err
+	}
+	v := req.Valid
+	if v&SetMode != 0 {
+		a.Mode = req.Mode & 0o7777
+		if !c.Trusted && c.Uid != 0 && !c.InGroup(a.Gid) {
+			a.Mode &^= ModeSetgid
+		}
+	}
+	if v&(SetUid|SetGid) != 0 {
+		if v&SetUid != 0 {
+			a.Uid = req.Uid
+		}
+		if v&SetGid != 0 {
+			a.Gid = req.Gid
+		}
+		if !c.Trusted && a.Type != TypeDir {
+			a.Mode &^= ModeSetuid
+			if a.Mode&modeGroupX != 0 {
+				a.Mode &^= ModeSetgid
+			}
+		}
+	}
+	a.Atime = pickTime(v, SetAtimeNow, SetAtime, req.Atime, now, a.Atime)
+	a.Mtime = pickTime(v, SetMtimeNow, SetMtime, req.Mtime, now, a.Mtime)
+	if v != 0 {
+		a.Ctime = now
+	}
+	return a, nil
+}
+
+func pickTime(v, nowBit, setBit SetattrMask, value, now, old int64) int64 {
+	switch {
+	case v&nowBit != 0:
+		return now
+	case v&setBit != 0:
+		return value
+	}
+	return old
+}
+
+// checkSetattr holds the permission half of ApplySetattr.
+func checkSetattr(c Cred, a Attr, req SetattrRequest) error {
+	if c.Trusted || c.Uid == 0 {
+		return nil
+	}
+	v, owner := req.Valid, c.Uid == a.Uid
+	if v&SetMode != 0 && !owner {
+		return syscall.EPERM
+	}
+	if v&SetUid != 0 && (!owner || req.Uid != a.Uid) {
+		return syscall.EPERM
+	}
+	if v&SetGid != 0 && (!owner || (req.Gid != a.Gid && !c.InGroup(req.Gid))) {
+		return syscall.EPERM
+	}
+	if v&(SetAtime|SetMtime) != 0 && !owner {
+		return syscall.EPERM
+	}
+	if v&(SetAtimeNow|SetMtimeNow) != 0 && !owner {
+		return CheckAccess(c, a, MayWrite)
+	}
+	return nil
+}
+
+// RenameCheck is what CheckRename needs to know about a rename.
+type RenameCheck struct {
+	Flags uint32
+	Src   Attr  // the entry being moved
+	Dst   *Attr // the entry it replaces (or exchanges with); nil if none
+	// DstEmpty says the Dst directory has no entries.
+	DstEmpty bool
+	// IntoOwnSubtree says a moved directory would land inside itself: the
+	// source directory is the new parent or one of its ancestors (or, for
+	// an exchange, the same of the target directory and the old parent).
+	IntoOwnSubtree bool
+}
+
+// CheckRename applies rename(2) and renameat2(2) legality: EINVAL for
+// unknown or contradictory flags, RENAME_WHITEOUT and moves into the own
+// subtree; EEXIST for RENAME_NOREPLACE onto an entry; ENOENT for
+// RENAME_EXCHANGE without a target; EISDIR (directory onto non-directory),
+// ENOTDIR (non-directory onto directory) and ENOTEMPTY otherwise.
+func CheckRename(r RenameCheck) error {
+	const known = RenameNoReplace | RenameExchange | RenameWhiteout
+	switch {
+	case r.Flags&^known != 0, r.Flags&RenameWhiteout != 0:
+		return syscall.EINVAL
+	case r.Flags&RenameNoReplace != 0 && r.Flags&RenameExchange != 0:
+		return syscall.EINVAL
+	case r.Flags&RenameExchange != 0:
+		if r.Dst == nil {
+			return syscall.ENOENT
+		}
+		if r.IntoOwnSubtree {
+			return syscall.EINVAL
+		}
+		return nil
+	case r.IntoOwnSubtree:
+		return syscall.EINVAL
+	case r.Dst == nil:
+		return nil
+	case r.Flags&RenameNoReplace != 0:
+		return syscall.EEXIST
+	}
+	srcDir, dstDir := r.Src.Type == TypeDir, r.Dst.Type == TypeDir
+	switch {
+	case srcDir && !dstDir:
+		return syscall.ENOTDIR
+	case !srcDir && dstDir:
+		return syscall.EISDIR
+	case dstDir && !r.DstEmpty:
+		return syscall.ENOTEMPTY
+	}
+	return nil
+}
+
+// CheckXattr validates an extended attribute name (ERANGE when empty or
+// longer than MaxXattrName) and value (E2BIG past MaxXattrValue).
+func CheckXattr(name string, value []byte) error {
+	if name == "" || len(name) > MaxXattrName {
+		return syscall.ERANGE
+	}
+	if len(value) > MaxXattrValue {
+		return syscall.E2BIG
+	}
+	return nil
+}
