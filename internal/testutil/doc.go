@@ -1,0 +1,26 @@
+// Package testutil is the shared harness for tests that need a real Shoal
+// mount or a real metadata/object service.
+//
+// It owns:
+//   - env.go: the skip-or-fail rules for FUSE (RequireFUSE) and for the
+//     external services (PGURL, RedisURL, S3URL). A test that cannot find
+//     what it needs skips with a message naming the variable to set, unless
+//     SHOAL_REQUIRE_FUSE=1 / SHOAL_REQUIRE_SERVICES=1, in which case it fails:
+//     a green CI run that skipped the real parts proves nothing.
+//   - binary.go: Binary, which builds ./cmd/shoal once per test process.
+//   - volume.go and mount.go: NewVolume formats a fresh embedded volume
+//     (SQLite + file bucket) with the real binary, and Volume.Mount runs
+//     `shoal mount` as a subprocess in the foreground, the way gocryptfs'
+//     tests do, so a deadlock in the mount never freezes the test process.
+//   - hygiene.go: the leftover-mount and fd-leak checks run by Main after a
+//     package's tests.
+//
+// Invariants: every mount started here is registered and unmounted by a
+// t.Cleanup; Main fails the run if one is still in /proc/self/mountinfo at
+// the end. Mount processes are never left running: Cleanup waits for them
+// and fails the test if they do not exit.
+//
+// Import rules: testutil imports only the standard library and
+// golang.org/x/sys/unix, never a Shoal package, so it tests the binary the
+// way a user runs it and any package's tests may import it.
+package testutil

@@ -1,0 +1,248 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Timeouts of the mount harness.
+const (
+	mountTimeout   = 30 * time.Second // from exec to the mount showing in mountinfo
+	unmountTimeout = 60 * time.Second // for `shoal umount` (it flushes first)
+	exitTimeout    = 30 * time.Second // for the mount process to exit after unmount
+)
+
+var mountSeq atomic.Int64
+
+// Mount is a running `shoal mount` subprocess in the foreground.
+type Mount struct {
+	Dir  string   // the mountpoint
+	Log  string   // file holding the mount process's stdout and stderr
+	Vol  *Volume  // the mounted volume
+	Args []string // extra arguments given to `shoal mount`
+
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited
+	waitErr error         // the process's exit status, valid after done
+	stopped bool          // Unmount or Kill9 already ran
+}
+
+// Mount runs `shoal mount META-URL MOUNTPOINT extraArgs...` in the
+// foreground as a subprocess and returns once the mountpoint shows in
+// /proc/self/mountinfo. A t.Cleanup unmounts it.
+func (v *Volume) Mount(t testing.TB, extraArgs ...string) *Mount {
+	t.Helper()
+	return v.MountAt(t, v.Mountpoint, extraArgs...)
+}
+
+// MountAt is Mount on another mountpoint, which must exist.
+func (v *Volume) MountAt(t testing.TB, dir string, extraArgs ...string) *Mount {
+	t.Helper()
+	RequireFUSE(t)
+	m := &Mount{
+		Dir:  dir,
+		Log:  filepath.Join(v.Dir, fmt.Sprintf("mount-%d.log", mountSeq.Add(1))),
+		Vol:  v,
+		Args: extraArgs,
+		done: make(chan struct{}),
+	}
+	if err := m.start(t); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !m.stopped {
+			m.Unmount(t)
+		}
+		if t.Failed() {
+			m.dumpLog(t)
+		}
+	})
+	if err := m.waitMounted(); err != nil {
+		m.dumpLog(t)
+		t.Fatalf("shoal mount %s: %v", dir, err)
+	}
+	return m
+}
+
+func (m *Mount) start(t testing.TB) error {
+	logf, err := os.OpenFile(m.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := append([]string{"mount", m.Vol.MetaURL, m.Dir}, m.Args...)
+	m.cmd = exec.Command(Binary(t), args...)
+	m.cmd.Stdout, m.cmd.Stderr = logf, logf
+	// Own process group, so a ^C to `go test` reaches the mount only
+	// through our cleanup; SIGTERM if the test process dies first.
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := m.cmd.Start(); err != nil {
+		return fmt.Errorf("starting shoal mount: %w", err)
+	}
+	register(m)
+	go func() {
+		m.waitErr = m.cmd.Wait()
+		close(m.done)
+	}()
+	return nil
+}
+
+// waitMounted polls mountinfo until m.Dir is a FUSE mount, the process
+// exits, or the timeout passes.
+func (m *Mount) waitMounted() error {
+	deadline := time.Now().Add(mountTimeout)
+	for time.Now().Before(deadline) {
+		if isFUSEMount(m.Dir) {
+			return nil
+		}
+		select {
+		case <-m.done:
+			m.stopped = true
+			unregister(m)
+			return fmt.Errorf("mount process exited before mounting: %v", m.waitErr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	m.kill()
+	return fmt.Errorf("not mounted after %v", mountTimeout)
+}
+
+// PID is the mount process's id.
+func (m *Mount) PID() int { return m.cmd.Process.Pid }
+
+// Path joins elem to the mountpoint.
+func (m *Mount) Path(elem ...string) string {
+	return filepath.Join(append([]string{m.Dir}, elem...)...)
+}
+
+// LogText returns what the mount process has logged so far.
+func (m *Mount) LogText() string {
+	b, _ := os.ReadFile(m.Log)
+	return string(b)
+}
+
+// Unmount runs `shoal umount` (falling back to `fusermount3 -u -z`), waits
+// for the mount process to exit and fails t if it exits non-zero or not at
+// all.
+func (m *Mount) Unmount(t testing.TB) {
+	t.Helper()
+	if m.stopped {
+		return
+	}
+	m.stopped = true
+	defer unregister(m)
+	if err := m.umountCmd(t); err != nil {
+		t.Errorf("shoal umount %s: %v; falling back to fusermount3 -u -z", m.Dir, err)
+		lazyUnmount(m.Dir)
+	}
+	select {
+	case <-m.done:
+	case <-time.After(exitTimeout):
+		m.kill()
+		t.Errorf("mount process %d did not exit within %v of unmounting", m.PID(), exitTimeout)
+		return
+	}
+	if m.waitErr != nil {
+		t.Errorf("mount process exited with %v after unmount", m.waitErr)
+		m.dumpLog(t)
+	}
+	if isFUSEMount(m.Dir) {
+		t.Errorf("%s is still mounted after unmount", m.Dir)
+		lazyUnmount(m.Dir)
+	}
+}
+
+func (m *Mount) umountCmd(t testing.TB) error {
+	ctx, cancel := context.WithTimeout(context.Background(), unmountTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, Binary(t), "umount", m.Dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Remount unmounts m and mounts its volume again with the same arguments.
+func (m *Mount) Remount(t testing.TB) *Mount {
+	t.Helper()
+	m.Unmount(t)
+	return m.Vol.MountAt(t, m.Dir, m.Args...)
+}
+
+// Kill9 kills the mount process with SIGKILL, as a crash would, then
+// detaches the dead mount so the mountpoint is usable again.
+func (m *Mount) Kill9(t testing.TB) {
+	t.Helper()
+	if m.stopped {
+		return
+	}
+	m.stopped = true
+	defer unregister(m)
+	m.kill()
+	lazyUnmount(m.Dir)
+	if isFUSEMount(m.Dir) {
+		t.Errorf("%s still mounted after kill -9 and fusermount3 -u -z", m.Dir)
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be reaped.
+func (m *Mount) kill() {
+	_ = m.cmd.Process.Kill()
+	select {
+	case <-m.done:
+	case <-time.After(exitTimeout):
+	}
+}
+
+// Signal sends sig to the mount process (e.g. SIGTERM for a clean stop) and
+// waits up to the exit timeout for it to exit, returning its exit status.
+func (m *Mount) Signal(t testing.TB, sig syscall.Signal) error {
+	t.Helper()
+	if err := m.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+	select {
+	case <-m.done:
+		m.stopped = true
+		unregister(m)
+		return m.waitErr
+	case <-time.After(exitTimeout):
+		t.Fatalf("mount process did not exit within %v of %v", exitTimeout, sig)
+		return nil
+	}
+}
+
+// Exited reports whether the mount process has exited.
+func (m *Mount) Exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (m *Mount) dumpLog(t testing.TB) {
+	t.Helper()
+	text := m.LogText()
+	const max = 32 << 10
+	if len(text) > max {
+		text = "...\n" + text[len(text)-max:]
+	}
+	t.Logf("log of shoal mount %s (%s):\n%s", m.Dir, m.Log, text)
+}
+
+// lazyUnmount detaches dir with fusermount3 -u -z (umount -l as a last resort).
+func lazyUnmount(dir string) {
+	if err := exec.Command("fusermount3", "-u", "-z", dir).Run(); err != nil {
+		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+	}
+}
