@@ -1,0 +1,36 @@
+// Package filestore is the default object.Store: each object is a regular
+// file under a root directory, at root/key, so key "chunks/0/1/123_0_4096"
+// lives in root/chunks/0/1/123_0_4096.
+//
+// Invariants:
+//   - Put is atomic and durable: the bytes go to a temporary file in the
+//     object's directory, which is fsynced, renamed over the final name,
+//     and then the directory is fsynced. Directories Put creates are
+//     fsynced into their parents. A crash leaves the old object, the new
+//     one, or nothing, plus at worst a temporary file.
+//   - Temporary files are named ".shoal-tmp-<random>"; O_EXCL creation makes
+//     names unique, List never shows them, and keys may not contain a path
+//     segment starting with that prefix. RemoveStaleTemp deletes leftovers.
+//   - Keys are relative slash-separated paths: no leading or trailing '/',
+//     no empty, "." or ".." segments, no NUL. Anything else is
+//     ErrInvalidKey, so no key can escape the root.
+//   - One key cannot be a directory prefix of another ("a" and "a/b"); Put
+//     of such a key fails. Shoal's block keys never collide this way.
+//   - Delete removes directories it leaves empty (never the root). Put
+//     retries when such a removal races with it.
+//
+// List cost: List starts at the deepest directory named by the prefix and
+// walks down in key order (entries sorted with '/' appended to directory
+// names, so the order matches S3's byte order). Each directory it enters is
+// read whole (os.ReadDir), because file systems return names unsorted;
+// directories that cannot hold keys in (after, prefix] are skipped without
+// reading them, and the walk stops once limit objects are found. With
+// Shoal's block layout a leaf directory holds at most ~1000 slices' blocks,
+// so a page costs a few directory reads however big the volume is.
+// Each listed object costs one lstat for its size and time.
+//
+// Files are created 0600 and directories 0700: a volume's data is as
+// private as its owner makes the mount, not world-readable on disk.
+//
+// Import rules: filestore imports object and the standard library only.
+package filestore

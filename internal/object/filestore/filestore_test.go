@@ -1,0 +1,194 @@
+package filestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"shoal/internal/object"
+	"shoal/internal/object/objecttest"
+)
+
+func TestConformance(t *testing.T) {
+	objecttest.Run(t, func(t *testing.T) object.Store { return newStore(t) })
+}
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := New(filepath.Join(t.TempDir(), "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestNewErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(file); err == nil || !strings.Contains(err.Error(), file) {
+		t.Fatalf("New(file) = %v, want error naming %s", err, file)
+	}
+	if _, err := New(""); err == nil {
+		t.Fatal("New(\"\") succeeded")
+	}
+	if os.Geteuid() != 0 { // root can write anywhere
+		ro := filepath.Join(dir, "ro")
+		if err := os.Mkdir(ro, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(ro); err == nil || !strings.Contains(err.Error(), "not writable") {
+			t.Fatalf("New(read-only) = %v, want 'not writable'", err)
+		}
+	}
+}
+
+func TestInvalidKeys(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for _, key := range []string{"", "/abs", "trail/", "a//b", "../up", "a/./b", "a/../b", ".shoal-tmp-x", "a/.shoal-tmp-1", "nul\x00"} {
+		err := s.Put(ctx, key, bytes.NewReader([]byte("x")), 1)
+		if !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Put(%q) = %v, want ErrInvalidKey", key, err)
+		}
+		if _, err := s.Head(ctx, key); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Head(%q) = %v, want ErrInvalidKey", key, err)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(s.Root()))
+	if len(entries) != 1 {
+		t.Fatalf("invalid keys wrote outside the root: %v", entries)
+	}
+}
+
+func TestKeyDirectoryClash(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	put := func(key string) error { return s.Put(ctx, key, bytes.NewReader([]byte("x")), 1) }
+	if err := put("a/b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("a"); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("Put(a) over directory a/ = %v, want ErrInvalidKey", err)
+	}
+	if err := put("a/b/c"); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("Put(a/b/c) under file a/b = %v, want ErrInvalidKey", err)
+	}
+	if _, err := s.Head(ctx, "a"); !errors.Is(err, object.ErrNotExist) {
+		t.Fatalf("Head(directory) = %v, want ErrNotExist", err)
+	}
+	if _, err := s.Get(ctx, "a/b/c", 0, -1); !errors.Is(err, object.ErrNotExist) {
+		t.Fatalf("Get(under a file) = %v, want ErrNotExist", err)
+	}
+	if err := s.Delete(ctx, "a"); err != nil {
+		t.Fatalf("Delete(directory) = %v, want nil", err)
+	}
+	if err := s.Delete(ctx, "a/b/c"); err != nil {
+		t.Fatalf("Delete(under a file) = %v, want nil", err)
+	}
+	assertNoTemp(t, s)
+}
+
+func TestTempFilesHidden(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.Put(ctx, "d/x", bytes.NewReader([]byte("x")), 1); err != nil {
+		t.Fatal(err)
+	}
+	// A leftover from a crash mid-Put.
+	if err := os.WriteFile(filepath.Join(s.Root(), "d", tmpPrefix+"123"), []byte("junk"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := s.List(ctx, "", "", 0)
+	if err != nil || len(infos) != 1 || infos[0].Key != "d/x" {
+		t.Fatalf("List = %+v, %v; want only d/x", infos, err)
+	}
+}
+
+func TestDeletePrunesDirs(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for _, k := range []string{"chunks/0/1/5_0_1", "chunks/0/2/6_0_1"} {
+		if err := s.Put(ctx, k, bytes.NewReader([]byte("x")), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Delete(ctx, "chunks/0/1/5_0_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Root(), "chunks/0/1")); !os.IsNotExist(err) {
+		t.Fatalf("empty directory chunks/0/1 left behind: %v", err)
+	}
+	if err := s.Delete(ctx, "chunks/0/2/6_0_1"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(s.Root())
+	if err != nil || len(entries) != 0 {
+		t.Fatalf("root after deleting everything: %v, %v; want empty and present", entries, err)
+	}
+}
+
+// TestPutDeleteRace puts and deletes keys sharing directories at once, so
+// Delete's directory pruning races with Put's directory creation.
+func TestPutDeleteRace(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			key := "chunks/0/0/" + string(rune('a'+w))
+			for i := 0; i < 200; i++ {
+				if err := s.Put(ctx, key, bytes.NewReader([]byte("x")), 1); err != nil {
+					errs <- err
+					return
+				}
+				if err := s.Delete(ctx, key); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+func assertNoTemp(t *testing.T, s *Store) {
+	t.Helper()
+	filepath.WalkDir(s.Root(), func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), tmpPrefix) {
+			t.Errorf("temporary file left: %s", p)
+		}
+		return nil
+	})
+}
+
+func TestFailedPutLeavesNoTemp(t *testing.T) {
+	s := newStore(t)
+	err := s.Put(context.Background(), "x/y", bytes.NewReader([]byte("short")), 100)
+	if err == nil {
+		t.Fatal("short Put succeeded")
+	}
+	if err := s.Put(context.Background(), "x/z", bytes.NewReader([]byte("toolong")), 3); err == nil {
+		t.Fatal("Put with extra bytes succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Put(ctx, "x/c", bytes.NewReader([]byte("abc")), 3); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put with cancelled ctx = %v, want context.Canceled", err)
+	}
+	assertNoTemp(t, s)
+}
