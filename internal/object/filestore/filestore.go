@@ -14,8 +14,10 @@ import (
 )
 
 // ErrInvalidKey is returned (wrapped) for a key that is not a clean
-// relative path or that uses the reserved temporary-file prefix.
-var ErrInvalidKey = errors.New("invalid object key")
+// relative path, that uses the reserved temporary-file prefix, or that
+// clashes with a directory of other keys. It is marked object.Permanent:
+// retrying cannot help.
+var ErrInvalidKey = object.Permanent(errors.New("invalid object key"))
 
 // tmpPrefix starts the names of temporary files; keys may not use it.
 const tmpPrefix = ".shoal-tmp-"

@@ -192,3 +192,10 @@ func TestFailedPutLeavesNoTemp(t *testing.T) {
 	}
 	assertNoTemp(t, s)
 }
+
+func TestInvalidKeyPermanent(t *testing.T) {
+	err := newStore(t).Put(context.Background(), "../x", bytes.NewReader(nil), 0)
+	if !errors.Is(err, ErrInvalidKey) || !object.IsPermanent(err) {
+		t.Fatalf("Put(../x) = %v, want a permanent ErrInvalidKey", err)
+	}
+}
