@@ -1,0 +1,80 @@
+package fusefs
+
+import (
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"shoal/internal/meta"
+	"shoal/internal/vfs"
+)
+
+// Create implements fuse.RawFileSystem.
+func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	e, res, err := fs.vfs.Create(ctx(&in.InHeader), meta.Ino(in.NodeId), name, in.Mode, in.Flags)
+	if err != nil {
+		return fs.status("create", err)
+	}
+	fs.fillEntry(e, &out.EntryOut)
+	fillOpen(res, &out.OpenOut)
+	return fuse.OK
+}
+
+// Open implements fuse.RawFileSystem.
+func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	res, err := fs.vfs.Open(ctx(&in.InHeader), meta.Ino(in.NodeId), in.Flags)
+	if err != nil {
+		return fs.status("open", err)
+	}
+	fillOpen(res, out)
+	return fuse.OK
+}
+
+func fillOpen(res vfs.OpenResult, out *fuse.OpenOut) {
+	out.Fh = uint64(res.Fh)
+	if res.KeepCache {
+		out.OpenFlags |= fuse.FOPEN_KEEP_CACHE
+	}
+}
+
+// Read implements fuse.RawFileSystem.
+func (fs *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	n, err := fs.vfs.Read(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, buf[:min(len(buf), int(in.Size))])
+	if err != nil {
+		return nil, fs.status("read", err)
+	}
+	return fuse.ReadResultData(buf[:n]), fuse.OK
+}
+
+// Write implements fuse.RawFileSystem.
+func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	n, err := fs.vfs.Write(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, data)
+	return uint32(n), fs.status("write", err)
+}
+
+// Flush implements fuse.RawFileSystem: close(2) returns after this.
+func (fs *FS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+	return fs.status("flush", fs.vfs.Flush(ctx(&in.InHeader), vfs.Fh(in.Fh)))
+}
+
+// Fsync implements fuse.RawFileSystem.
+func (fs *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+	return fs.status("fsync", fs.vfs.Fsync(ctx(&in.InHeader), vfs.Fh(in.Fh)))
+}
+
+// Release implements fuse.RawFileSystem.
+func (fs *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
+	if err := fs.vfs.Release(ctx(&in.InHeader), vfs.Fh(in.Fh)); err != nil {
+		fs.status("release", err)
+	}
+}
+
+// Fallocate implements fuse.RawFileSystem.
+func (fs *FS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+	return fs.status("fallocate", fs.vfs.Fallocate(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Mode, in.Offset, in.Length))
+}
+
+// CopyFileRange implements fuse.RawFileSystem as a metadata-only clone.
+func (fs *FS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
+	length := min(in.Len, 1<<30) // the reply carries 32 bits; callers loop
+	n, err := fs.vfs.CopyFileRange(ctx(&in.InHeader), vfs.Fh(in.FhIn), in.OffIn, vfs.Fh(in.FhOut), in.OffOut, length)
+	return uint32(n), fs.status("copy_file_range", err)
+}

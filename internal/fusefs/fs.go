@@ -1,0 +1,87 @@
+package fusefs
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"shoal/internal/meta"
+	"shoal/internal/vfs"
+)
+
+// Options are the kernel cache settings of a mount.
+type Options struct {
+	AttrTimeout     time.Duration // how long the kernel caches attributes
+	EntryTimeout    time.Duration // how long the kernel caches names
+	NegativeTimeout time.Duration // how long it caches "no such name"
+	Logger          *slog.Logger
+}
+
+// FS serves a vfs.FS over FUSE.
+type FS struct {
+	fuse.RawFileSystem
+	vfs  *vfs.FS
+	opts Options
+	errs errnoMapper
+}
+
+var _ fuse.RawFileSystem = (*FS)(nil)
+
+// New returns the adaptor for v.
+func New(v *vfs.FS, opts Options) *FS {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &FS{
+		RawFileSystem: fuse.NewDefaultRawFileSystem(),
+		vfs:           v,
+		opts:          opts,
+		errs:          errnoMapper{log: opts.Logger, logged: map[string]bool{}},
+	}
+}
+
+// String names the file system for go-fuse's debug output.
+func (fs *FS) String() string { return "shoal" }
+
+// ctx returns the context an operation runs in: the caller's identity,
+// trusted because the kernel checks permissions (default_permissions).
+// Cancellation is deliberately not wired: an interrupted flush must still
+// commit what the application already wrote.
+func ctx(h *fuse.InHeader) context.Context {
+	return meta.WithCred(context.Background(), meta.Cred{Uid: h.Uid, Gid: h.Gid, Trusted: true})
+}
+
+func (fs *FS) status(op string, err error) fuse.Status { return fs.errs.status(op, err) }
+
+// fillAttr converts engine attributes to the kernel's.
+func fillAttr(ino meta.Ino, a meta.Attr, out *fuse.Attr) {
+	out.Ino = uint64(ino)
+	out.Size = a.Length
+	out.Blocks = (a.Length + 511) / 512
+	out.Atime, out.Atimensec = split(a.Atime)
+	out.Mtime, out.Mtimensec = split(a.Mtime)
+	out.Ctime, out.Ctimensec = split(a.Ctime)
+	out.Mode = a.FullMode()
+	out.Nlink = a.Nlink
+	out.Uid, out.Gid = a.Uid, a.Gid
+	out.Rdev = a.Rdev
+	out.Blksize = 1 << 16
+}
+
+func split(ns int64) (uint64, uint32) {
+	if ns < 0 {
+		return 0, 0
+	}
+	return uint64(ns / 1e9), uint32(ns % 1e9)
+}
+
+// fillEntry fills a lookup reply with the cache timeouts.
+func (fs *FS) fillEntry(e meta.Entry, out *fuse.EntryOut) {
+	out.NodeId = uint64(e.Ino)
+	out.Generation = 1
+	out.SetEntryTimeout(fs.opts.EntryTimeout)
+	out.SetAttrTimeout(fs.opts.AttrTimeout)
+	fillAttr(e.Ino, e.Attr, &out.Attr)
+}

@@ -1,0 +1,155 @@
+package fusefs
+
+import (
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"shoal/internal/meta"
+	"shoal/internal/vfs"
+)
+
+// Lookup implements fuse.RawFileSystem; a missing name is cached by the
+// kernel for NegativeTimeout.
+func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	e, err := fs.vfs.Lookup(ctx(h), meta.Ino(h.NodeId), name)
+	if err == syscall.ENOENT && fs.opts.NegativeTimeout > 0 {
+		*out = fuse.EntryOut{}
+		out.SetEntryTimeout(fs.opts.NegativeTimeout)
+		return fuse.OK
+	}
+	if err != nil {
+		return fs.status("lookup", err)
+	}
+	fs.fillEntry(e, out)
+	return fuse.OK
+}
+
+// Forget implements fuse.RawFileSystem: node ids are inode numbers, so
+// there is nothing to forget.
+func (fs *FS) Forget(nodeid, nlookup uint64) {}
+
+// GetAttr implements fuse.RawFileSystem.
+func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	a, err := fs.vfs.Getattr(ctx(&in.InHeader), meta.Ino(in.NodeId))
+	if err != nil {
+		return fs.status("getattr", err)
+	}
+	fillAttr(meta.Ino(in.NodeId), a, &out.Attr)
+	out.SetTimeout(fs.opts.AttrTimeout)
+	return fuse.OK
+}
+
+// SetAttr implements fuse.RawFileSystem.
+func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	a, err := fs.vfs.Setattr(ctx(&in.InHeader), meta.Ino(in.NodeId), setattrRequest(in))
+	if err != nil {
+		return fs.status("setattr", err)
+	}
+	fillAttr(meta.Ino(in.NodeId), a, &out.Attr)
+	out.SetTimeout(fs.opts.AttrTimeout)
+	return fuse.OK
+}
+
+func setattrRequest(in *fuse.SetAttrIn) vfs.SetattrRequest {
+	var r vfs.SetattrRequest
+	v := in.Valid
+	flag := func(bit uint32, m meta.SetattrMask) {
+		if v&bit != 0 {
+			r.Valid |= m
+		}
+	}
+	flag(fuse.FATTR_MODE, meta.SetMode)
+	flag(fuse.FATTR_UID, meta.SetUid)
+	flag(fuse.FATTR_GID, meta.SetGid)
+	flag(fuse.FATTR_ATIME, meta.SetAtime)
+	flag(fuse.FATTR_MTIME, meta.SetMtime)
+	flag(fuse.FATTR_ATIME_NOW, meta.SetAtimeNow)
+	flag(fuse.FATTR_MTIME_NOW, meta.SetMtimeNow)
+	r.Mode = uint16(in.Mode & 07777)
+	r.Uid, r.Gid = in.Uid, in.Gid
+	r.Atime = int64(in.Atime)*1e9 + int64(in.Atimensec)
+	r.Mtime = int64(in.Mtime)*1e9 + int64(in.Mtimensec)
+	r.SetSize, r.Size = v&fuse.FATTR_SIZE != 0, in.Size
+	return r
+}
+
+// Mknod implements fuse.RawFileSystem.
+func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+	e, err := fs.vfs.Mknod(ctx(&in.InHeader), meta.Ino(in.NodeId), name, in.Mode, in.Rdev)
+	return fs.entry("mknod", e, err, out)
+}
+
+// Mkdir implements fuse.RawFileSystem.
+func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	e, err := fs.vfs.Mkdir(ctx(&in.InHeader), meta.Ino(in.NodeId), name, in.Mode)
+	return fs.entry("mkdir", e, err, out)
+}
+
+// Symlink implements fuse.RawFileSystem.
+func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
+	e, err := fs.vfs.Symlink(ctx(h), meta.Ino(h.NodeId), name, target)
+	return fs.entry("symlink", e, err, out)
+}
+
+// Link implements fuse.RawFileSystem.
+func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+	e, err := fs.vfs.Link(ctx(&in.InHeader), meta.Ino(in.Oldnodeid), meta.Ino(in.NodeId), name)
+	return fs.entry("link", e, err, out)
+}
+
+func (fs *FS) entry(op string, e meta.Entry, err error, out *fuse.EntryOut) fuse.Status {
+	if err != nil {
+		return fs.status(op, err)
+	}
+	fs.fillEntry(e, out)
+	return fuse.OK
+}
+
+// Readlink implements fuse.RawFileSystem.
+func (fs *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+	target, err := fs.vfs.Readlink(ctx(h), meta.Ino(h.NodeId))
+	if err != nil {
+		return nil, fs.status("readlink", err)
+	}
+	return []byte(target), fuse.OK
+}
+
+// Unlink implements fuse.RawFileSystem.
+func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return fs.status("unlink", fs.vfs.Unlink(ctx(h), meta.Ino(h.NodeId), name))
+}
+
+// Rmdir implements fuse.RawFileSystem.
+func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return fs.status("rmdir", fs.vfs.Rmdir(ctx(h), meta.Ino(h.NodeId), name))
+}
+
+// Rename implements fuse.RawFileSystem (rename(2) and renameat2(2)).
+func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+	return fs.status("rename", fs.vfs.Rename(ctx(&in.InHeader), meta.RenameRequest{
+		OldParent: meta.Ino(in.NodeId), OldName: oldName,
+		NewParent: meta.Ino(in.Newdir), NewName: newName, Flags: in.Flags,
+	}))
+}
+
+// Access implements fuse.RawFileSystem (used only without default_permissions).
+func (fs *FS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
+	return fs.status("access", fs.vfs.Access(ctx(&in.InHeader), meta.Ino(in.NodeId), in.Mask))
+}
+
+// StatFs implements fuse.RawFileSystem.
+func (fs *FS) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+	st, err := fs.vfs.Statfs(ctx(h))
+	if err != nil {
+		return fs.status("statfs", err)
+	}
+	const bsize = 4096
+	out.Bsize, out.Frsize, out.NameLen = bsize, bsize, meta.MaxNameLen
+	out.Blocks = st.TotalSpace / bsize
+	out.Bfree = (st.TotalSpace - min(st.UsedSpace, st.TotalSpace)) / bsize
+	out.Bavail = out.Bfree
+	out.Files = st.TotalInodes
+	out.Ffree = st.TotalInodes - min(st.UsedInodes, st.TotalInodes)
+	return fuse.OK
+}

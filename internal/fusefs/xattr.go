@@ -1,0 +1,53 @@
+package fusefs
+
+import (
+	"strings"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"shoal/internal/meta"
+)
+
+// GetXAttr implements fuse.RawFileSystem: with an empty dest it reports
+// the size; a too small dest is ERANGE.
+func (fs *FS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
+	v, err := fs.vfs.Getxattr(ctx(h), meta.Ino(h.NodeId), name)
+	if err != nil {
+		return 0, fs.status("getxattr", err)
+	}
+	return copyOut(v, dest)
+}
+
+// ListXAttr implements fuse.RawFileSystem.
+func (fs *FS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+	names, err := fs.vfs.Listxattr(ctx(h), meta.Ino(h.NodeId))
+	if err != nil {
+		return 0, fs.status("listxattr", err)
+	}
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(n)
+		b.WriteByte(0)
+	}
+	return copyOut([]byte(b.String()), dest)
+}
+
+func copyOut(v, dest []byte) (uint32, fuse.Status) {
+	if len(dest) == 0 {
+		return uint32(len(v)), fuse.OK
+	}
+	if len(dest) < len(v) {
+		return uint32(len(v)), fuse.ERANGE
+	}
+	return uint32(copy(dest, v)), fuse.OK
+}
+
+// SetXAttr implements fuse.RawFileSystem.
+func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, value []byte) fuse.Status {
+	return fs.status("setxattr", fs.vfs.Setxattr(ctx(&in.InHeader), meta.Ino(in.NodeId), name, value, in.Flags))
+}
+
+// RemoveXAttr implements fuse.RawFileSystem.
+func (fs *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	return fs.status("removexattr", fs.vfs.Removexattr(ctx(h), meta.Ino(h.NodeId), name))
+}

@@ -1,0 +1,42 @@
+// Package vfs owns Shoal's POSIX semantics above the metadata engine and the
+// data layer: open file handles, the per-inode state of open files (write
+// buffers, cached slice lists, pending length), close-to-open consistency,
+// unlinked-but-open files, background compaction of fragmented chunks and
+// deletion of freed slices. It never imports go-fuse: the FUSE adaptor, the
+// tests and future gateways all call the same FS methods.
+//
+// # Write path and close-to-open
+//
+// A write goes into the inode's data.Writer, which stores blocks in the
+// object store in the background and calls back (commit) to record each
+// finished slice in the engine, in write order. Flush (every close(2)) and
+// Fsync wait until every byte written so far is stored and committed, so an
+// open(2) that starts afterwards on any machine sees the data, size and
+// mtime. Until then this mount overlays the pending length and mtime on the
+// engine's attributes, so its own stat(2) calls see its writes at once.
+//
+// A read first flushes the inode's dirty writer (reads are rare right
+// after writes on one inode thanks to the kernel page cache), then resolves
+// the chunk's slice list — cached per open inode and dropped on every
+// open(2), which is what makes other machines' closes visible — and reads
+// blocks through the data layer. Rejected alternative: overlaying buffered
+// bytes on reads; it duplicates the slice painter inside the writer for a
+// case the page cache already covers.
+//
+// # Unlinked files
+//
+// When the last name of an inode goes while this mount holds it open, the
+// engine keeps it as an orphan; the last Release purges it. An inode not
+// open here is purged at once.
+//
+// # Freed data
+//
+// Truncate, overwrite-compaction and purge free slices in the engine. A
+// background cleaner deletes their objects, but only after a slice has
+// been seen freed for DeleteDelay, so readers on other mounts holding an
+// older slice list can finish; a read that still hits a deleted object
+// refetches the slice list and retries once.
+//
+// Import rules: vfs imports meta, data and object (never an engine or
+// backend package, never go-fuse).
+package vfs

@@ -1,0 +1,191 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"shoal/internal/data"
+	"shoal/internal/meta"
+	"shoal/internal/object"
+)
+
+// file is the state of an inode with open handles in this mount.
+type file struct {
+	ino meta.Ino
+	fs  *FS
+
+	mu     sync.Mutex
+	refs   int // open handles
+	orphan bool
+	writer *data.Writer
+	length uint64 // best known length: engine's at open, then own changes
+	mtime  int64  // latest write time not yet committed (0 = none)
+	chunks map[uint32][]meta.Slice
+}
+
+type stamp struct {
+	mtime  int64
+	length uint64
+}
+
+// acquire returns the open-file state of ino with one more reference.
+func (fs *FS) acquire(ino meta.Ino) *file {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f, ok := fs.files[ino]
+	if !ok {
+		f = &file{ino: ino, fs: fs, chunks: map[uint32][]meta.Slice{}}
+		fs.files[ino] = f
+	}
+	f.refs++
+	return f
+}
+
+// release drops a reference; the last one flushes, closes and forgets the
+// file, and purges it if it was unlinked meanwhile.
+func (fs *FS) release(ctx context.Context, f *file) error {
+	fs.mu.Lock()
+	f.refs--
+	last := f.refs == 0
+	if last {
+		delete(fs.files, f.ino)
+	}
+	fs.mu.Unlock()
+	if !last {
+		return nil
+	}
+	err := f.close(ctx)
+	if f.orphan {
+		if perr := fs.engine.Purge(ctx, f.ino); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return err
+}
+
+// openFile returns the open state of ino, or nil.
+func (fs *FS) openFile(ino meta.Ino) *file {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.files[ino]
+}
+
+// refresh loads the engine's view at open(2): the length, and an empty
+// slice-list cache, so that closes on other machines become visible.
+func (f *file) refresh(attr meta.Attr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.chunks = map[uint32][]meta.Slice{}
+	if f.writer == nil || !f.writer.Dirty() {
+		f.length = attr.Length
+	} else {
+		f.length = max(attr.Length, f.writer.Extent())
+	}
+}
+
+// getWriter returns the file's writer, creating it on first use.
+func (f *file) getWriter() *data.Writer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.writer == nil {
+		f.writer = f.fs.data.NewWriter(f.ino, f.fs.engine.NewSliceID, f.commit)
+	}
+	return f.writer
+}
+
+// commit records a stored slice in the engine. The data layer calls it in
+// write order, possibly from its own goroutines.
+func (f *file) commit(ctx context.Context, index uint32, s meta.Slice) error {
+	res, err := f.fs.engine.WriteChunk(ctx, f.ino, index, s)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	delete(f.chunks, index)
+	f.length = max(f.length, res.Attr.Length)
+	if f.writer != nil && !f.writer.Dirty() {
+		f.mtime = 0
+	}
+	f.mu.Unlock()
+	if res.SliceCount >= f.fs.cfg.CompactThreshold {
+		f.fs.compactor.schedule(f.ino, index)
+	}
+	return nil
+}
+
+// flush stores and commits everything written so far.
+func (f *file) flush(ctx context.Context) error {
+	f.mu.Lock()
+	w := f.writer
+	f.mu.Unlock()
+	if w == nil || !w.Dirty() {
+		return nil
+	}
+	if err := w.Flush(ctx); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.mtime = 0
+	f.mu.Unlock()
+	return nil
+}
+
+// close flushes and releases the writer.
+func (f *file) close(ctx context.Context) error {
+	f.mu.Lock()
+	w := f.writer
+	f.writer = nil
+	f.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	return w.Close(ctx)
+}
+
+// chunk returns the slice list of chunk index, cached until the next open
+// or own change.
+func (f *file) chunk(ctx context.Context, index uint32) ([]meta.Slice, error) {
+	f.mu.Lock()
+	s, ok := f.chunks[index]
+	f.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := f.fs.engine.ReadChunk(ctx, f.ino, index)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.chunks[index] = s
+	f.mu.Unlock()
+	return s, nil
+}
+
+// forgetChunks drops cached slice lists (all of them when all is set,
+// else from index on).
+func (f *file) forgetChunks(from uint32) {
+	f.mu.Lock()
+	for i := range f.chunks {
+		if i >= from {
+			delete(f.chunks, i)
+		}
+	}
+	f.mu.Unlock()
+}
+
+// overlay applies this mount's pending writes to attributes from the engine.
+func (f *file) overlay(a *meta.Attr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.writer != nil && f.writer.Dirty() {
+		a.Length = max(a.Length, f.writer.Extent(), f.length)
+		if f.mtime > a.Mtime {
+			a.Mtime, a.Ctime = f.mtime, max(a.Ctime, f.mtime)
+		}
+	}
+}
+
+// isMissingObject reports whether err is a block that is gone from the
+// store, which a stale slice list can cause.
+func isMissingObject(err error) bool { return errors.Is(err, object.ErrNotExist) }

@@ -1,0 +1,133 @@
+package vfs
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"shoal/internal/data"
+	"shoal/internal/meta"
+)
+
+// Config tunes an FS.
+type Config struct {
+	// CompactThreshold is the slice count of a chunk past which it is
+	// compacted in the background. 0 means 32.
+	CompactThreshold int
+	// DeleteDelay is how long a freed slice waits before its objects are
+	// deleted. 0 means 30 s.
+	DeleteDelay time.Duration
+	// CleanInterval is how often freed slices are looked for. 0 means 2 s.
+	CleanInterval time.Duration
+	// Logger receives operational logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.CompactThreshold <= 0 {
+		c.CompactThreshold = 32
+	}
+	if c.DeleteDelay <= 0 {
+		c.DeleteDelay = 30 * time.Second
+	}
+	if c.CleanInterval <= 0 {
+		c.CleanInterval = 2 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Fh identifies an open file or directory handle.
+type Fh uint64
+
+// FS is a mounted volume's file system. All methods are safe for
+// concurrent use.
+type FS struct {
+	engine meta.Engine
+	data   *data.Store
+	cfg    Config
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	files   map[meta.Ino]*file // inodes with open handles
+	handles map[Fh]*handle
+	dirs    map[Fh]*dirStream
+	nextFh  Fh
+	stamps  map[meta.Ino]stamp // (mtime, length) when the page cache was filled
+
+	compactor *compactor
+	cleaner   *cleaner
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// New returns an FS over engine and store and starts its background work
+// (compaction, deletion of freed objects). Close stops it.
+func New(engine meta.Engine, store *data.Store, cfg Config) *FS {
+	cfg.setDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	fs := &FS{
+		engine:  engine,
+		data:    store,
+		cfg:     cfg,
+		log:     cfg.Logger,
+		files:   map[meta.Ino]*file{},
+		handles: map[Fh]*handle{},
+		dirs:    map[Fh]*dirStream{},
+		stamps:  map[meta.Ino]stamp{},
+		stop:    cancel,
+	}
+	fs.compactor = newCompactor(fs)
+	fs.cleaner = newCleaner(fs)
+	fs.wg.Add(2)
+	go func() { defer fs.wg.Done(); fs.compactor.run(ctx) }()
+	go func() { defer fs.wg.Done(); fs.cleaner.run(ctx) }()
+	return fs
+}
+
+// Engine returns the metadata engine the FS runs on.
+func (fs *FS) Engine() meta.Engine { return fs.engine }
+
+// Sync flushes every open file's buffered writes. It is what an unmount
+// calls before the kernel lets go of the mount.
+func (fs *FS) Sync(ctx context.Context) error {
+	fs.mu.Lock()
+	files := make([]*file, 0, len(fs.files))
+	for _, f := range fs.files {
+		files = append(files, f)
+	}
+	fs.mu.Unlock()
+	var first error
+	for _, f := range files {
+		if err := f.flush(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Close flushes all buffered writes, stops background work and closes
+// every open handle. The engine and store are the caller's to close.
+func (fs *FS) Close(ctx context.Context) error {
+	err := fs.Sync(ctx)
+	fs.stop()
+	fs.wg.Wait()
+	fs.mu.Lock()
+	files := fs.files
+	fs.files = map[meta.Ino]*file{}
+	fs.handles = map[Fh]*handle{}
+	fs.mu.Unlock()
+	for _, f := range files {
+		if cerr := f.close(ctx); cerr != nil && err == nil {
+			err = cerr
+		}
+		if f.orphan {
+			if perr := fs.engine.Purge(ctx, f.ino); perr != nil && err == nil {
+				err = perr
+			}
+		}
+	}
+	return err
+}

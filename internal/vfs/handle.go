@@ -1,0 +1,199 @@
+package vfs
+
+import (
+	"context"
+	"syscall"
+
+	"shoal/internal/data"
+	"shoal/internal/meta"
+)
+
+// handle is one open file description.
+type handle struct {
+	fh     Fh
+	file   *file
+	flags  uint32
+	reader *data.Reader
+}
+
+// OpenResult says how the kernel may cache an opened file.
+type OpenResult struct {
+	Fh Fh
+	// KeepCache: the file is unchanged since this mount last cached its
+	// pages, so the kernel page cache may be kept.
+	KeepCache bool
+}
+
+// Create creates (or, without O_EXCL, opens an existing) regular file and
+// opens it with flags.
+func (fs *FS) Create(ctx context.Context, parent meta.Ino, name string, mode uint32, flags uint32) (meta.Entry, OpenResult, error) {
+	e, err := fs.engine.Mknod(ctx, meta.MknodRequest{
+		Parent: parent, Name: name, Type: meta.TypeFile, Mode: uint16(mode & 07777),
+		Exclusive: flags&syscall.O_EXCL != 0,
+	})
+	if err != nil {
+		return meta.Entry{}, OpenResult{}, err
+	}
+	res, attr, err := fs.openInode(ctx, e.Ino, e.Attr, flags)
+	e.Attr = attr
+	return e, res, err
+}
+
+// Open opens an existing inode with flags (O_RDONLY/O_WRONLY/O_RDWR,
+// O_TRUNC, O_APPEND...). Permission checks are the engine's (Access) or
+// the kernel's.
+func (fs *FS) Open(ctx context.Context, ino meta.Ino, flags uint32) (OpenResult, error) {
+	attr, err := fs.engine.Getattr(ctx, ino)
+	if err != nil {
+		return OpenResult{}, err
+	}
+	if attr.Type == meta.TypeDir && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		return OpenResult{}, syscall.EISDIR
+	}
+	if err := fs.engine.Access(ctx, ino, accessMask(flags)); err != nil {
+		return OpenResult{}, err
+	}
+	res, _, err := fs.openInode(ctx, ino, attr, flags)
+	return res, err
+}
+
+func accessMask(flags uint32) uint32 {
+	switch flags & syscall.O_ACCMODE {
+	case syscall.O_WRONLY:
+		return 2
+	case syscall.O_RDWR:
+		return 6
+	}
+	if flags&syscall.O_TRUNC != 0 {
+		return 6
+	}
+	return 4
+}
+
+// openInode registers a handle, applies O_TRUNC and decides page caching.
+func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags uint32) (OpenResult, meta.Attr, error) {
+	f := fs.acquire(ino)
+	if flags&syscall.O_TRUNC != 0 && attr.Type == meta.TypeFile && attr.Length > 0 {
+		a, err := fs.truncate(ctx, f, 0)
+		if err != nil {
+			_ = fs.release(ctx, f)
+			return OpenResult{}, attr, err
+		}
+		attr = a
+	}
+	f.refresh(attr)
+	h := &handle{file: f, flags: flags, reader: fs.data.NewReader(ino)}
+	fs.mu.Lock()
+	fs.nextFh++
+	h.fh = fs.nextFh
+	fs.handles[h.fh] = h
+	keep := fs.stamps[ino] == stamp{attr.Mtime, attr.Length}
+	if len(fs.stamps) > 1<<16 {
+		clear(fs.stamps)
+	}
+	fs.stamps[ino] = stamp{attr.Mtime, attr.Length}
+	fs.mu.Unlock()
+	return OpenResult{Fh: h.fh, KeepCache: keep}, attr, nil
+}
+
+func (fs *FS) handle(fh Fh) (*handle, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	h, ok := fs.handles[fh]
+	if !ok {
+		return nil, syscall.EBADF
+	}
+	return h, nil
+}
+
+// Read reads up to len(buf) bytes at off; it returns fewer at end of file.
+func (fs *FS) Read(ctx context.Context, fh Fh, off uint64, buf []byte) (int, error) {
+	h, err := fs.handle(fh)
+	if err != nil {
+		return 0, err
+	}
+	f := h.file
+	if err := f.flush(ctx); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	length := f.length
+	f.mu.Unlock()
+	if off >= length {
+		return 0, nil
+	}
+	buf = buf[:min(uint64(len(buf)), length-off)]
+	n := 0
+	for n < len(buf) {
+		pos := off + uint64(n)
+		index, chunkPos := uint32(pos/meta.ChunkSize), uint32(pos%meta.ChunkSize)
+		part := buf[n:min(len(buf), n+int(meta.ChunkSize-chunkPos))]
+		if err := fs.readChunk(ctx, h, index, chunkPos, part); err != nil {
+			return n, err
+		}
+		n += len(part)
+	}
+	return n, nil
+}
+
+// readChunk fills part from one chunk, retrying once with a fresh slice
+// list if a block is gone (the list was stale).
+func (fs *FS) readChunk(ctx context.Context, h *handle, index, pos uint32, part []byte) error {
+	for attempt := 0; ; attempt++ {
+		slices, err := h.file.chunk(ctx, index)
+		if err != nil {
+			return err
+		}
+		_, err = h.reader.Read(ctx, index, slices, pos, part)
+		if err == nil || attempt > 0 || !isMissingObject(err) {
+			return err
+		}
+		h.file.forgetChunks(index)
+	}
+}
+
+// Write writes p at off (the kernel resolves O_APPEND offsets).
+func (fs *FS) Write(ctx context.Context, fh Fh, off uint64, p []byte) (int, error) {
+	h, err := fs.handle(fh)
+	if err != nil {
+		return 0, err
+	}
+	if h.flags&syscall.O_ACCMODE == syscall.O_RDONLY {
+		return 0, syscall.EBADF
+	}
+	f := h.file
+	if err := f.getWriter().Write(ctx, off, p); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	f.length = max(f.length, off+uint64(len(p)))
+	f.mtime = meta.Now()
+	f.mu.Unlock()
+	return len(p), nil
+}
+
+// Flush is called on every close(2) of a descriptor: it stores and commits
+// all buffered writes of the inode (close-to-open).
+func (fs *FS) Flush(ctx context.Context, fh Fh) error {
+	h, err := fs.handle(fh)
+	if err != nil {
+		return err
+	}
+	return h.file.flush(ctx)
+}
+
+// Fsync makes all writes of the inode durable in the store and engine.
+func (fs *FS) Fsync(ctx context.Context, fh Fh) error { return fs.Flush(ctx, fh) }
+
+// Release closes a handle; the inode's last one flushes and, for an
+// unlinked inode, purges it.
+func (fs *FS) Release(ctx context.Context, fh Fh) error {
+	fs.mu.Lock()
+	h, ok := fs.handles[fh]
+	delete(fs.handles, fh)
+	fs.mu.Unlock()
+	if !ok {
+		return syscall.EBADF
+	}
+	return fs.release(ctx, h.file)
+}
