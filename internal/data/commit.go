@@ -1,0 +1,169 @@
+package data
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"shoal/internal/meta"
+)
+
+// headReady reports whether the oldest uncommitted slice can commit now.
+// Called with w.mu held.
+func (w *Writer) headReady() bool {
+	if len(w.queue) == 0 || w.commitErr != nil || w.closed {
+		return false
+	}
+	s := w.queue[0]
+	return s.frozen && s.pending == 0
+}
+
+// kickCommit starts the commit goroutine if the head slice is ready and
+// none runs. Commits never run on the caller's goroutine: Write and Flush
+// may be called with vfs locks held that CommitFunc needs too.
+// Called with w.mu held.
+func (w *Writer) kickCommit() {
+	if w.committing || !w.headReady() {
+		return
+	}
+	w.committing = true
+	w.s.wg.Add(1)
+	go w.commitLoop()
+}
+
+// commitLoop commits ready slices in order until the head is not ready or
+// a commit fails. The failure is kept for Flush, which retries.
+func (w *Writer) commitLoop() {
+	defer w.s.wg.Done()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.headReady() {
+		s := w.queue[0]
+		ms := meta.Slice{ID: s.id, Size: s.length, Len: s.length, Pos: s.pos}
+		w.mu.Unlock()
+		err := w.commit(w.s.ctx, s.chunk, ms)
+		w.mu.Lock()
+		if err != nil {
+			w.commitErr = fmt.Errorf("data: commit inode %d chunk %d %v: %w", w.ino, s.chunk, ms, err)
+			w.s.log.Error("data: slice commit failed", "ino", w.ino, "chunk", s.chunk, "err", err)
+			break
+		}
+		w.pop(s)
+		w.notify()
+	}
+	w.committing = false
+	w.notify()
+}
+
+// pop drops the committed head slice s. Called with w.mu held.
+func (w *Writer) pop(s *slice) {
+	w.queue[0] = nil
+	w.queue = w.queue[1:]
+	list := w.chunks[s.chunk]
+	list[0] = nil
+	if len(list) == 1 {
+		delete(w.chunks, s.chunk)
+	} else {
+		w.chunks[s.chunk] = list[1:]
+	}
+	w.committed = s.seq
+	w.stale = true
+	s.blocks = nil
+}
+
+// Flush returns once every byte written before the call is stored and
+// committed, in order. If an upload or commit fails for good it returns
+// the error (naming the object key for uploads) and keeps the data, so a
+// later Flush retries. It may be called concurrently with Write.
+func (w *Writer) Flush(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	target := w.seq
+	for _, s := range w.queue {
+		w.freeze(s)
+	}
+	w.retryFailed()
+	w.commitErr = nil
+	w.kickCommit()
+	for w.committed < target {
+		if w.commitErr != nil {
+			return w.commitErr
+		}
+		if err := w.firstFailure(target); err != nil {
+			return err
+		}
+		changed := w.changed
+		w.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		}
+		w.mu.Lock()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close flushes w and releases it. On a Flush error the unstored data is
+// dropped and the error returned: the caller reports it (close(2) → EIO),
+// so nothing is lost silently.
+func (w *Writer) Close(ctx context.Context) error {
+	err := w.Flush(ctx)
+	w.discard()
+	return err
+}
+
+// armTimer schedules the idle check. Called with w.mu held.
+func (w *Writer) armTimer() {
+	if w.armed || w.closed {
+		return
+	}
+	w.armed = true
+	if w.timer == nil {
+		w.timer = time.AfterFunc(w.s.cfg.IdleCommit, w.onIdle)
+	} else {
+		w.timer.Reset(w.s.cfg.IdleCommit)
+	}
+}
+
+func (w *Writer) stopTimer() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.armed = false
+}
+
+// onIdle commits slices idle for IdleCommit (or open for ten times that)
+// and retries failed uploads and commits in the background, so a store or
+// engine outage heals without a Flush.
+func (w *Writer) onIdle() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.armed = false
+	if w.closed || w.s.ctx.Err() != nil {
+		return
+	}
+	idle := w.s.cfg.IdleCommit
+	now := time.Now()
+	open := false
+	for _, s := range w.queue {
+		if s.frozen {
+			continue
+		}
+		if now.Sub(s.written) >= idle || now.Sub(s.created) >= maxSliceAgeFactor*idle {
+			w.freeze(s)
+		} else {
+			open = true
+		}
+	}
+	w.retryFailed()
+	w.commitErr = nil
+	w.kickCommit()
+	if open || len(w.queue) > 0 {
+		w.armTimer()
+	}
+}

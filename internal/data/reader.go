@@ -1,0 +1,257 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+
+	"shoal/internal/meta"
+)
+
+// seqSlack is how far a read may start from where the previous one ended
+// and still count as sequential. The kernel issues read-ahead requests in
+// parallel, so they arrive slightly out of order.
+const seqSlack = 1 << 20
+
+// smallBlock is the size up to which a block is always fetched whole: one
+// request either way, and the rest is likely read next.
+const smallBlock = 128 << 10
+
+// Reader reads one file's data. It detects sequential access from the
+// offsets it is asked for and then prefetches ahead. Safe for concurrent
+// use; it holds no resources, so it needs no Close.
+type Reader struct {
+	s   *Store
+	ino meta.Ino
+
+	mu      sync.Mutex
+	next    uint64 // file offset where the last sequential run ended
+	run     int    // consecutive sequential reads
+	aheadTo uint64 // file offset up to which blocks were prefetched
+}
+
+// NewReader returns a Reader for inode ino.
+func (s *Store) NewReader(ino meta.Ino) *Reader {
+	return &Reader{s: s, ino: ino}
+}
+
+// Read fills buf with the visible bytes of chunk index at chunk position
+// pos, given the chunk's slice list (oldest first). Holes read as zeros.
+// It returns len(buf), or 0 and an error wrapping object.ErrNotExist or
+// ErrCorrupt (naming the inode, file offset and key) when a block is
+// missing or has the wrong size. pos+len(buf) must not pass the chunk end.
+func (r *Reader) Read(ctx context.Context, index uint32, slices []meta.Slice, pos uint32, buf []byte) (int, error) {
+	if uint64(pos)+uint64(len(buf)) > meta.ChunkSize {
+		return 0, fmt.Errorf("data: read inode %d chunk %d pos %d len %d: past chunk end: %w",
+			r.ino, index, pos, len(buf), syscall.EINVAL)
+	}
+	if len(buf) == 0 {
+		return 0, nil
+	}
+	seq := r.observe(index, pos, len(buf))
+	at := 0
+	for _, p := range meta.Resolve(slices, pos, uint32(len(buf))) {
+		dst := buf[at : at+int(p.Len)]
+		at += int(p.Len)
+		if p.ID == 0 {
+			clear(dst)
+			continue
+		}
+		if err := r.readPiece(ctx, index, p, dst, seq); err != nil {
+			return 0, err
+		}
+	}
+	if seq {
+		r.prefetch(index, slices, pos+uint32(len(buf)))
+	}
+	return len(buf), nil
+}
+
+// observe classifies a read as sequential or random and updates the
+// detector. The first read at offset 0 counts as sequential.
+func (r *Reader) observe(index, pos uint32, n int) bool {
+	off := uint64(index)*meta.ChunkSize + uint64(pos)
+	end := off + uint64(n)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if off+seqSlack >= r.next && off <= r.next+seqSlack {
+		r.run++
+		r.next = max(r.next, end)
+	} else {
+		r.run = 0
+		r.next = end
+		r.aheadTo = 0
+	}
+	return r.run >= 1
+}
+
+// readPiece copies the visible piece p (one slice's bytes) into dst, block
+// by block.
+func (r *Reader) readPiece(ctx context.Context, index uint32, p meta.Slice, dst []byte, seq bool) error {
+	bs := r.s.cfg.BlockSize
+	off := int(p.Off)
+	for len(dst) > 0 {
+		bi, bo := off/bs, off%bs
+		size := blockLen(bs, p.Size, bi)
+		if size <= bo {
+			return r.fail(index, p, off, BlockKey(p.ID, bi, max(size, 0)),
+				fmt.Errorf("slice %v: offset beyond its size: %w", p, ErrCorrupt))
+		}
+		n := min(len(dst), size-bo)
+		key := BlockKey(p.ID, bi, size)
+		if err := r.s.readBlock(ctx, key, size, bo, dst[:n], seq); err != nil {
+			return r.fail(index, p, off, key, err)
+		}
+		dst = dst[n:]
+		off += n
+	}
+	return nil
+}
+
+// fail wraps and logs a read error with the inode, file offset and key.
+func (r *Reader) fail(index uint32, p meta.Slice, sliceOff int, key string, err error) error {
+	fileOff := uint64(index)*meta.ChunkSize + uint64(p.Pos) + uint64(sliceOff-int(p.Off))
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	r.s.log.Error("data: read failed", "ino", r.ino, "offset", fileOff, "key", key, "err", err)
+	return fmt.Errorf("data: read inode %d offset %d: object %s: %w", r.ino, fileOff, key, err)
+}
+
+// readBlock copies bytes [bo, bo+len(dst)) of a block into dst: from the
+// cache, by fetching the whole block into the cache (sequential readers,
+// small blocks, large reads), or by a ranged Get straight into dst.
+func (s *Store) readBlock(ctx context.Context, key string, size, bo int, dst []byte, whole bool) error {
+	if data, ok := s.cache.get(key); ok {
+		copy(dst, data[bo:])
+		return nil
+	}
+	if whole || size <= smallBlock || len(dst)*4 >= size {
+		data, err := s.cache.load(ctx, key, func() ([]byte, error) { return s.getBlock(key, size) }, s.spawn)
+		if err != nil {
+			return err
+		}
+		copy(dst, data[bo:])
+		return nil
+	}
+	return s.getRange(ctx, key, bo, dst)
+}
+
+// spawn runs f in a goroutine the Store waits for on Close.
+func (s *Store) spawn(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// acquireFetch takes a fetch slot.
+func (s *Store) acquireFetch(ctx context.Context) error {
+	select {
+	case s.fetches <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// getBlock fetches a whole block and checks its size: short or oversized
+// objects are ErrCorrupt.
+func (s *Store) getBlock(key string, size int) ([]byte, error) {
+	if err := s.acquireFetch(s.ctx); err != nil {
+		return nil, err
+	}
+	defer func() { <-s.fetches }()
+	rc, err := s.objects.Get(s.ctx, key, 0, int64(size)+1)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data := make([]byte, size)
+	if _, err := io.ReadFull(rc, data); err != nil {
+		return nil, sizeErr(err, size)
+	}
+	var extra [1]byte
+	if n, _ := rc.Read(extra[:]); n > 0 {
+		return nil, fmt.Errorf("object longer than %d bytes: %w", size, ErrCorrupt)
+	}
+	return data, nil
+}
+
+// getRange reads bytes [off, off+len(dst)) of a block straight into dst.
+func (s *Store) getRange(ctx context.Context, key string, off int, dst []byte) error {
+	if err := s.acquireFetch(ctx); err != nil {
+		return err
+	}
+	defer func() { <-s.fetches }()
+	rc, err := s.objects.Get(ctx, key, int64(off), int64(len(dst)))
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if _, err := io.ReadFull(rc, dst); err != nil {
+		return sizeErr(err, off+len(dst))
+	}
+	return nil
+}
+
+// sizeErr turns a short read into ErrCorrupt.
+func sizeErr(err error, want int) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("object shorter than %d bytes: %w", want, ErrCorrupt)
+	}
+	return err
+}
+
+// prefetch starts background fetches of the blocks in the ReadAhead window
+// after chunk position end, within this chunk (the next chunk's slices are
+// not known here; its first read starts its own window). It tops the window
+// up only when half of it has been consumed, so most reads cost nothing.
+func (r *Reader) prefetch(index uint32, slices []meta.Slice, end uint32) {
+	bs := uint64(r.s.cfg.BlockSize)
+	window := uint64(r.s.cfg.ReadAhead) * bs
+	if window == 0 {
+		return
+	}
+	chunkStart := uint64(index) * meta.ChunkSize
+	fileEnd := chunkStart + uint64(end)
+	r.mu.Lock()
+	if r.aheadTo >= fileEnd+window/2 {
+		r.mu.Unlock()
+		return
+	}
+	from := max(r.aheadTo, fileEnd)
+	to := min(fileEnd+window, chunkStart+meta.ChunkSize)
+	r.aheadTo = max(r.aheadTo, to)
+	r.mu.Unlock()
+	if from >= to {
+		return
+	}
+	for _, p := range meta.Resolve(slices, uint32(from-chunkStart), uint32(to-from)) {
+		if p.ID != 0 {
+			r.s.prefetchPiece(p)
+		}
+	}
+}
+
+// prefetchPiece starts loading every block that piece p touches.
+func (s *Store) prefetchPiece(p meta.Slice) {
+	bs := s.cfg.BlockSize
+	first := int(p.Off) / bs
+	last := (int(p.Off+p.Len) - 1) / bs
+	for bi := first; bi <= last; bi++ {
+		size := blockLen(bs, p.Size, bi)
+		if size <= 0 {
+			return
+		}
+		key := BlockKey(p.ID, bi, size)
+		if s.cache.has(key) {
+			continue
+		}
+		s.cache.start(key, func() ([]byte, error) { return s.getBlock(key, size) }, s.spawn)
+	}
+}

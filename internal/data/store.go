@@ -1,0 +1,213 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"shoal/internal/meta"
+	"shoal/internal/object"
+)
+
+// ErrCorrupt marks a block whose stored bytes are wrong: the object is
+// shorter or longer than its key says (later also: its checksum does not
+// match). Reads that meet one fail with an error wrapping ErrCorrupt; they
+// never return the wrong bytes.
+var ErrCorrupt = errors.New("corrupt block")
+
+// errClosed is returned by a Writer used after Close.
+var errClosed = errors.New("data: writer closed")
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultBlockSize  = meta.MaxBlockSize
+	DefaultBufferSize = 256 << 20
+	DefaultCacheSize  = 256 << 20
+	DefaultReadAhead  = 8
+	DefaultUploads    = 16
+	DefaultIdleCommit = 3 * time.Second
+)
+
+// Config tunes a Store. Zero fields take the defaults above.
+type Config struct {
+	// BlockSize is the bytes per block object, a volume format setting:
+	// every client of a volume must use the same. At most meta.MaxBlockSize.
+	BlockSize int
+	// BufferSize bounds the unflushed write bytes across all writers;
+	// Write waits for uploads when it is reached.
+	BufferSize int64
+	// CacheSize bounds the in-memory read cache of blocks. Negative
+	// disables caching (concurrent fetches are still shared).
+	CacheSize int64
+	// ReadAhead is how many blocks a sequential reader prefetches.
+	// Negative disables read-ahead.
+	ReadAhead int
+	// Uploads bounds concurrent block uploads (and, separately, fetches).
+	Uploads int
+	// IdleCommit is how long a slice may go unwritten before it is
+	// committed without waiting for Flush.
+	IdleCommit time.Duration
+	// Logger receives error reports; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.BlockSize <= 0 || c.BlockSize > meta.MaxBlockSize {
+		c.BlockSize = DefaultBlockSize
+	}
+	if c.BufferSize <= 0 {
+		c.BufferSize = DefaultBufferSize
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	if c.ReadAhead == 0 {
+		c.ReadAhead = DefaultReadAhead
+	}
+	if c.ReadAhead < 0 {
+		c.ReadAhead = 0
+	}
+	if c.Uploads <= 0 {
+		c.Uploads = DefaultUploads
+	}
+	if c.IdleCommit <= 0 {
+		c.IdleCommit = DefaultIdleCommit
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Store moves file data between writers/readers and an object store. It is
+// safe for concurrent use; one Store serves a whole mount.
+type Store struct {
+	objects object.Store
+	cfg     Config
+	log     *slog.Logger
+
+	pageSize int
+	pages    sync.Pool // *[]byte of pageSize
+	buf      budget
+	uploads  chan struct{} // upload slots
+	fetches  chan struct{} // fetch slots
+	cache    *cache
+
+	retries int           // Put attempts per block before reporting failure
+	backoff time.Duration // first retry delay; doubles per attempt
+
+	ctx    context.Context // lives until Close; uploads and fetches run under it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	regMu   sync.Mutex
+	writers map[*Writer]struct{}
+}
+
+// New returns a Store over objects. Config zero fields take defaults; a
+// BlockSize above meta.MaxBlockSize is replaced by the default and logged.
+func New(objects object.Store, cfg Config) *Store {
+	if cfg.BlockSize > meta.MaxBlockSize {
+		cfg.withDefaults().Logger.Error("data: block size too large, using default",
+			"block_size", cfg.BlockSize, "max", meta.MaxBlockSize)
+	}
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Store{
+		objects:  objects,
+		cfg:      cfg,
+		log:      cfg.Logger,
+		pageSize: min(pageSize, cfg.BlockSize),
+		uploads:  make(chan struct{}, cfg.Uploads),
+		fetches:  make(chan struct{}, cfg.Uploads),
+		cache:    newCache(cfg.CacheSize),
+		retries:  4,
+		backoff:  100 * time.Millisecond,
+		ctx:      ctx,
+		cancel:   cancel,
+		writers:  map[*Writer]struct{}{},
+	}
+	s.buf.init(cfg.BufferSize)
+	return s
+}
+
+// Close stops background uploads and fetches and waits for them. Data of
+// writers not yet flushed is abandoned: close writers first.
+func (s *Store) Close() error {
+	s.cancel()
+	s.regMu.Lock()
+	ws := make([]*Writer, 0, len(s.writers))
+	for w := range s.writers {
+		ws = append(ws, w)
+	}
+	s.regMu.Unlock()
+	for _, w := range ws {
+		w.stopTimer()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// BlockSize returns the bytes per block object this Store writes.
+func (s *Store) BlockSize() int { return s.cfg.BlockSize }
+
+// BlockKey names block index (of size bytes) of slice id:
+// "chunks/<id/1e6>/<id/1e3>/<id>_<index>_<size>". The two directory levels
+// keep listings of any one prefix small; the size in the name lets the
+// deleter enumerate a slice's keys from (id, size) alone and lets a reader
+// detect a short or oversized object without a Head.
+func BlockKey(id meta.SliceID, index int, size int) string {
+	return fmt.Sprintf("chunks/%d/%d/%d_%d_%d", id/1_000_000, id/1_000, id, index, size)
+}
+
+// blockLen returns the size of block index of a slice of size bytes.
+func blockLen(blockSize int, size uint32, index int) int {
+	return min(blockSize, int(size)-index*blockSize)
+}
+
+// blockCount returns how many blocks a slice of size bytes has.
+func blockCount(blockSize int, size uint32) int {
+	return (int(size) + blockSize - 1) / blockSize
+}
+
+// register and unregister track live writers, for buffer pressure.
+func (s *Store) register(w *Writer) {
+	s.regMu.Lock()
+	s.writers[w] = struct{}{}
+	s.regMu.Unlock()
+}
+
+func (s *Store) unregister(w *Writer) {
+	s.regMu.Lock()
+	delete(s.writers, w)
+	s.regMu.Unlock()
+}
+
+// freezeAllWriters asks every writer to stop extending its open slices so
+// their partial blocks upload and free buffer space.
+func (s *Store) freezeAllWriters() {
+	s.regMu.Lock()
+	ws := make([]*Writer, 0, len(s.writers))
+	for w := range s.writers {
+		ws = append(ws, w)
+	}
+	s.regMu.Unlock()
+	for _, w := range ws {
+		w.freezeOpen()
+	}
+}
+
+// sleep waits d or until the Store closes; false if it closed.
+func (s *Store) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,118 @@
+package data
+
+import (
+	"fmt"
+
+	"shoal/internal/meta"
+)
+
+// startUpload hands block bi of s to a background upload. The block's
+// pages are immutable from here on (findSlice never writes below sealed),
+// so the upload goroutine reads them without w.mu. Called with w.mu held.
+func (w *Writer) startUpload(s *slice, bi int) {
+	b := s.blocks[bi]
+	if b.err != nil {
+		b.err = nil
+		w.failures--
+	} else {
+		s.pending++
+	}
+	b.uploading = true
+	size := blockLen(w.s.cfg.BlockSize, s.length, bi)
+	w.s.buf.uploading(1)
+	w.s.wg.Add(1)
+	go w.upload(s, bi, b, size)
+}
+
+// upload stores one block and records the outcome.
+func (w *Writer) upload(s *slice, bi int, b *block, size int) {
+	defer w.s.wg.Done()
+	id, err := w.sliceID(s)
+	if err == nil {
+		err = w.s.put(BlockKey(id, bi, size), b.pages, size)
+	}
+	w.s.buf.uploading(-1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b.uploading = false
+	if err != nil && !w.closed {
+		b.err = err
+		w.failures++
+		w.s.log.Error("data: block upload failed", "ino", w.ino, "err", err)
+		w.notify()
+		return
+	}
+	w.s.putPages(b.pages)
+	b.pages = nil
+	if err != nil {
+		return // closed: the data was abandoned by Close
+	}
+	b.done = true
+	s.pending--
+	if s.frozen && s.pending == 0 {
+		w.kickCommit()
+	}
+	w.notify()
+}
+
+// sliceID returns s's id, asking newID the first time.
+func (w *Writer) sliceID(s *slice) (meta.SliceID, error) {
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
+	if s.id != 0 {
+		return s.id, nil
+	}
+	id, err := w.newID(w.s.ctx)
+	if err != nil {
+		return 0, fmt.Errorf("data: new slice id for inode %d: %w", w.ino, err)
+	}
+	if id == 0 {
+		return 0, fmt.Errorf("data: new slice id for inode %d: got 0", w.ino)
+	}
+	s.id = id
+	return id, nil
+}
+
+// put stores a block, retrying with exponential backoff. The error names
+// the key.
+func (s *Store) put(key string, pages [][]byte, size int) error {
+	var err error
+	delay := s.backoff
+	for attempt := 0; attempt < s.retries; attempt++ {
+		if attempt > 0 {
+			if !s.sleep(delay) {
+				break
+			}
+			delay *= 2
+		}
+		select {
+		case s.uploads <- struct{}{}:
+		case <-s.ctx.Done():
+			return fmt.Errorf("data: put %s: %w", key, s.ctx.Err())
+		}
+		err = s.objects.Put(s.ctx, key, newPageReader(pages, s.pageSize, size), int64(size))
+		<-s.uploads
+		if err == nil {
+			return nil
+		}
+	}
+	if err == nil {
+		err = s.ctx.Err()
+	}
+	return fmt.Errorf("data: put %s: %w", key, err)
+}
+
+// retryFailed restarts the upload of every block that failed for good.
+// Called with w.mu held.
+func (w *Writer) retryFailed() {
+	if w.failures == 0 {
+		return
+	}
+	for _, s := range w.queue {
+		for bi, b := range s.blocks {
+			if b.err != nil {
+				w.startUpload(s, bi)
+			}
+		}
+	}
+}
