@@ -1,0 +1,226 @@
+package vfs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sync"
+	"syscall"
+	"testing"
+
+	"shoal/internal/data"
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv/memkv"
+	"shoal/internal/meta/kvmeta"
+	"shoal/internal/object/memstore"
+	"shoal/internal/vfs"
+)
+
+// newFS returns an FS over in-memory engine and store, for tests of the
+// vfs logic itself (the engines and stores have their own suites).
+func newFS(t *testing.T) *vfs.FS {
+	t.Helper()
+	ctx := context.Background()
+	eng := kvmeta.New(memkv.New(), kvmeta.Options{})
+	if err := eng.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
+		t.Fatal(err)
+	}
+	store := data.New(memstore.New(), data.Config{BlockSize: 64 << 10})
+	fs := vfs.New(eng, store, vfs.Config{})
+	t.Cleanup(func() {
+		if err := fs.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		store.Close()
+		eng.Close()
+	})
+	return fs
+}
+
+func create(t *testing.T, fs *vfs.FS, name string) (meta.Ino, vfs.Fh) {
+	t.Helper()
+	e, res, err := fs.Create(context.Background(), meta.RootIno, name, 0o644, syscall.O_RDWR)
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return e.Ino, res.Fh
+}
+
+func readAll(t *testing.T, fs *vfs.FS, fh vfs.Fh, size int) []byte {
+	t.Helper()
+	buf := make([]byte, size)
+	n, err := fs.Read(context.Background(), fh, 0, buf)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return buf[:n]
+}
+
+func TestWriteReadAcrossBlocksAndChunks(t *testing.T) {
+	fs := newFS(t)
+	ctx := context.Background()
+	ino, fh := create(t, fs, "f")
+	want := make([]byte, 300<<10)
+	rand.New(rand.NewSource(1)).Read(want)
+	off := uint64(meta.ChunkSize - 100<<10) // spans the first chunk boundary
+	if _, err := fs.Write(ctx, fh, off, want); err != nil {
+		t.Fatal(err)
+	}
+	attr, err := fs.Getattr(ctx, ino)
+	if err != nil || attr.Length != off+uint64(len(want)) {
+		t.Fatalf("pending length: %d %v", attr.Length, err)
+	}
+	got := make([]byte, len(want))
+	if n, err := fs.Read(ctx, fh, off, got); err != nil || n != len(want) || !bytes.Equal(got, want) {
+		t.Fatalf("read back: n=%d err=%v equal=%v", n, err, bytes.Equal(got, want))
+	}
+	hole := make([]byte, 4096)
+	if _, err := fs.Read(ctx, fh, 0, hole); err != nil || !bytes.Equal(hole, make([]byte, 4096)) {
+		t.Fatalf("hole not zero: %v", err)
+	}
+	if err := fs.Release(ctx, fh); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTruncateThenExtendReadsZeros(t *testing.T) {
+	fs := newFS(t)
+	ctx := context.Background()
+	ino, fh := create(t, fs, "f")
+	fs.Write(ctx, fh, 0, bytes.Repeat([]byte{7}, 10000))
+	if _, err := fs.Setattr(ctx, ino, vfs.SetattrRequest{SetSize: true, Size: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Setattr(ctx, ino, vfs.SetattrRequest{SetSize: true, Size: 10000}); err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, fs, fh, 20000)
+	want := append(bytes.Repeat([]byte{7}, 100), make([]byte, 9900)...)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("got %d bytes, mismatch", len(got))
+	}
+	fs.Release(ctx, fh)
+}
+
+func TestUnlinkedFileStaysUsableUntilLastClose(t *testing.T) {
+	fs := newFS(t)
+	ctx := context.Background()
+	ino, fh := create(t, fs, "f")
+	fs.Write(ctx, fh, 0, []byte("still here"))
+	if err := fs.Unlink(ctx, meta.RootIno, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Lookup(ctx, meta.RootIno, "f"); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("lookup after unlink: %v", err)
+	}
+	fs.Write(ctx, fh, 10, []byte("!"))
+	if got := readAll(t, fs, fh, 100); string(got) != "still here!" {
+		t.Fatalf("got %q", got)
+	}
+	if err := fs.Release(ctx, fh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Getattr(ctx, ino); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("inode survives last close: %v", err)
+	}
+}
+
+func TestReaddirPagesLargeDirectory(t *testing.T) {
+	fs := newFS(t)
+	ctx := context.Background()
+	const n = 2500
+	for i := 0; i < n; i++ {
+		if _, err := fs.Mknod(ctx, meta.RootIno, fmt.Sprintf("f%05d", i), syscall.S_IFREG|0o644, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fh, err := fs.Opendir(ctx, meta.RootIno)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Releasedir(fh)
+	seen := map[string]bool{}
+	off := uint64(0)
+	for {
+		batch := 0
+		err := fs.Readdir(ctx, fh, off, true, func(e meta.DirEntry, next uint64) bool {
+			if batch == 97 { // the kernel's buffer is full
+				return false
+			}
+			if seen[e.Name] {
+				t.Fatalf("duplicate %s", e.Name)
+			}
+			if e.Attr == nil && e.Name != "." && e.Name != ".." {
+				t.Fatalf("plus entry %s without attributes", e.Name)
+			}
+			seen[e.Name] = true
+			off, batch = next, batch+1
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if batch == 0 {
+			break
+		}
+	}
+	if len(seen) != n+2 {
+		t.Fatalf("listed %d entries, want %d", len(seen), n+2)
+	}
+}
+
+func TestCopyFileRangeSharesData(t *testing.T) {
+	fs := newFS(t)
+	ctx := context.Background()
+	_, src := create(t, fs, "src")
+	_, dst := create(t, fs, "dst")
+	want := bytes.Repeat([]byte("0123456789"), 20000)
+	fs.Write(ctx, src, 0, want)
+	n, err := fs.CopyFileRange(ctx, src, 0, dst, 5, uint64(len(want)))
+	if err != nil || n != uint64(len(want)) {
+		t.Fatalf("copy: %d %v", n, err)
+	}
+	fs.Write(ctx, dst, 5, []byte("XX"))
+	if got := readAll(t, fs, dst, 1<<20); !bytes.Equal(got[5:7], []byte("XX")) || !bytes.Equal(got[7:], want[2:]) {
+		t.Fatal("destination content wrong")
+	}
+	if got := readAll(t, fs, src, 1<<20); !bytes.Equal(got, want) {
+		t.Fatal("source changed by a write to the copy")
+	}
+	fs.Release(ctx, src)
+	fs.Release(ctx, dst)
+}
+
+func TestConcurrentWritersOnDistinctFiles(t *testing.T) {
+	fs := newFS(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			e, res, err := fs.Create(ctx, meta.RootIno, fmt.Sprintf("w%d", w), 0o644, syscall.O_RDWR)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			want := bytes.Repeat([]byte{byte(w)}, 200<<10)
+			for off := 0; off < len(want); off += 10 << 10 {
+				fs.Write(ctx, res.Fh, uint64(off), want[off:off+10<<10])
+				buf := make([]byte, 10<<10)
+				if _, err := fs.Read(ctx, res.Fh, uint64(off), buf); err != nil || !bytes.Equal(buf, want[off:off+10<<10]) {
+					t.Errorf("writer %d: read while writing at %d: %v", w, off, err)
+				}
+			}
+			if err := fs.Release(ctx, res.Fh); err != nil {
+				t.Error(err)
+			}
+			if a, _ := fs.Getattr(ctx, e.Ino); a.Length != uint64(len(want)) {
+				t.Errorf("writer %d: length %d", w, a.Length)
+			}
+		}(w)
+	}
+	wg.Wait()
+}
