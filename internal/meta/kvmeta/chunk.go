@@ -1,0 +1,284 @@
+package kvmeta
+
+import (
+	"context"
+	"slices"
+	"syscall"
+
+	"shoal/internal/meta"
+)
+
+// Chunks and slice references.
+//
+// A chunk's value is its slice records, oldest first. Every record with a
+// non-zero ID holds one reference to its slice. A slice's reference count
+// is stored under 'K' only while it is above one: a fresh slice committed
+// by WriteChunk holds its single reference implicitly, so a plain write
+// costs no extra key. When the last reference goes, the slice is listed
+// under 'L' (with its size) until the data layer has deleted its objects
+// (FreedSlices, ForgetFreed).
+
+// ReadChunk reads one chunk key; the inode is read only when the chunk is
+// absent, to tell an unwritten chunk from a missing inode.
+func (e *Engine) ReadChunk(ctx context.Context, ino meta.Ino, index uint32) ([]meta.Slice, error) {
+	var out []meta.Slice
+	err := e.view(ctx, func(t *txn) error {
+		ss, err := t.chunk(ino, index)
+		if err != nil || len(ss) > 0 {
+			out = ss
+			return err
+		}
+		_, err = t.attr(ino)
+		return err
+	})
+	return out, wrap(err, "read chunk %d/%d", ino, index)
+}
+
+// chunk returns a chunk's slice list (nil if never written).
+func (t *txn) chunk(ino meta.Ino, index uint32) ([]meta.Slice, error) {
+	raw, err := t.tx.Get(chunkKey(ino, index))
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	return decodeSlices(raw)
+}
+
+// setChunk writes a chunk's slice list, deleting the key when empty.
+func (t *txn) setChunk(ino meta.Ino, index uint32, ss []meta.Slice) {
+	if len(ss) == 0 {
+		t.tx.Delete(chunkKey(ino, index))
+		return
+	}
+	t.tx.Set(chunkKey(ino, index), encodeSlices(ss))
+}
+
+// file returns the attributes of a regular file: EISDIR for a directory,
+// EINVAL for other types.
+func (t *txn) file(ino meta.Ino) (*meta.Attr, error) {
+	a, err := t.attr(ino)
+	switch {
+	case err != nil:
+		return nil, err
+	case a.Type == meta.TypeDir:
+		return nil, syscall.EISDIR
+	case a.Type != meta.TypeFile:
+		return nil, syscall.EINVAL
+	}
+	return a, nil
+}
+
+// WriteChunk appends s to the chunk: read attr and chunk, write both.
+// A write by a non-root caller clears setuid (and setgid with group exec),
+// as write(2) does.
+func (e *Engine) WriteChunk(ctx context.Context, ino meta.Ino, index uint32, s meta.Slice) (meta.CommitResult, error) {
+	var res meta.CommitResult
+	if uint64(s.Pos)+uint64(s.Len) > meta.ChunkSize || s.Len == 0 {
+		return res, wrap(syscall.EINVAL, "write chunk %d/%d %v", ino, index, s)
+	}
+	err := e.update(ctx, func(t *txn) error {
+		a, err := t.file(ino)
+		if err != nil {
+			return err
+		}
+		ss, err := t.chunk(ino, index)
+		if err != nil {
+			return err
+		}
+		ss = append(ss, s)
+		t.setChunk(ino, index, ss)
+		if end := uint64(index)*meta.ChunkSize + uint64(s.Pos+s.Len); end > a.Length {
+			t.setLength(a, end)
+		}
+		t.modified(a)
+		t.touch(ino)
+		res = meta.CommitResult{Attr: *a, SliceCount: len(ss)}
+		return nil
+	})
+	return res, wrap(err, "write chunk %d/%d %v", ino, index, s)
+}
+
+// modified sets mtime and ctime and drops privileges a non-root writer
+// must not keep.
+func (t *txn) modified(a *meta.Attr) {
+	a.Mtime, a.Ctime = t.now, t.now
+	if !t.cred.Trusted && t.cred.Uid != 0 {
+		a.Mode &^= meta.ModeSetuid
+		if a.Mode&0o010 != 0 {
+			a.Mode &^= meta.ModeSetgid
+		}
+	}
+}
+
+// CompactChunk swaps the prefix old of a chunk's list for replacement.
+// Reference counting: every record of old gives up its reference; every
+// record of replacement takes one, except that the first record of a slice
+// id not found in old uses the implicit reference of a fresh slice (the
+// compactor writes a new slice from NewSliceID). On ErrConflict nothing
+// changes and the caller deletes its new slice's objects.
+func (e *Engine) CompactChunk(ctx context.Context, ino meta.Ino, index uint32, old, replacement []meta.Slice) error {
+	err := e.update(ctx, func(t *txn) error {
+		ss, err := t.chunk(ino, index)
+		if err != nil {
+			return err
+		}
+		if len(old) == 0 || len(ss) < len(old) || !slices.Equal(ss[:len(old)], old) {
+			return meta.ErrConflict
+		}
+		merged := append(slices.Clone(replacement), ss[len(old):]...)
+		if err := t.takeRefs(replacement, old); err != nil {
+			return err
+		}
+		if err := t.release(old); err != nil {
+			return err
+		}
+		t.setChunk(ino, index, merged)
+		return nil
+	})
+	return wrap(err, "compact chunk %d/%d", ino, index)
+}
+
+// takeRefs adds the references the records of added hold, except the one
+// implicit reference of each fresh slice (an id absent from existing).
+func (t *txn) takeRefs(added, existing []meta.Slice) error {
+	counts := make(map[meta.SliceID]int64)
+	for _, s := range added {
+		if s.ID != 0 {
+			counts[s.ID]++
+		}
+	}
+	for id, n := range counts {
+		if !slices.ContainsFunc(existing, func(s meta.Slice) bool { return s.ID == id }) {
+			n--
+		}
+		if err := t.incref(id, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// incref adds n references to slice id.
+func (t *txn) incref(id meta.SliceID, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	key := sliceKey(kindRefs, id)
+	raw, err := t.tx.Get(key)
+	if err != nil {
+		return err
+	}
+	refs := int64(1)
+	if raw != nil {
+		refs = decodeInt(raw)
+	}
+	t.tx.Set(key, encodeInt(refs+n))
+	return nil
+}
+
+// release drops the reference of every record in ss; a slice whose last
+// reference goes is listed as freed.
+func (t *txn) release(ss []meta.Slice) error {
+	counts := make(map[meta.SliceID]int64)
+	sizes := make(map[meta.SliceID]uint32)
+	for _, s := range ss {
+		if s.ID != 0 {
+			counts[s.ID]++
+			sizes[s.ID] = s.Size
+		}
+	}
+	for id, n := range counts {
+		if err := t.decref(id, sizes[id], n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *txn) decref(id meta.SliceID, size uint32, n int64) error {
+	key := sliceKey(kindRefs, id)
+	raw, err := t.tx.Get(key)
+	if err != nil {
+		return err
+	}
+	refs := int64(1)
+	if raw != nil {
+		refs = decodeInt(raw)
+	}
+	switch refs -= n; {
+	case refs <= 0:
+		t.tx.Delete(key)
+		t.tx.Set(sliceKey(kindFreed, id), be.AppendUint32(nil, size))
+	case refs == 1:
+		t.tx.Delete(key)
+	default:
+		t.tx.Set(key, encodeInt(refs))
+	}
+	return nil
+}
+
+// deleteChunks deletes ino's chunks with index in [from, to), releasing
+// their references. to may be noEnd.
+func (t *txn) deleteChunks(ino meta.Ino, from uint32, to uint64) error {
+	if uint64(from) >= to {
+		return nil
+	}
+	var keys [][]byte
+	var records []meta.Slice
+	var derr error
+	err := t.tx.Scan(inoKey(kindChunk, ino), chunkAfter(from), 0, func(key, value []byte) bool {
+		if uint64(chunkIndex(key)) >= to {
+			return false
+		}
+		ss, err := decodeSlices(value)
+		if err != nil {
+			derr = err
+			return false
+		}
+		keys = append(keys, key)
+		records = append(records, ss...)
+		return true
+	})
+	if err = firstErr(err, derr); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		t.tx.Delete(k)
+	}
+	return t.release(records)
+}
+
+// chunkAfter is the Scan "after" argument that starts at chunk index from.
+func chunkAfter(from uint32) []byte {
+	if from == 0 {
+		return nil
+	}
+	return be.AppendUint32(nil, from-1)
+}
+
+// FreedSlices lists slices whose last reference is gone.
+func (e *Engine) FreedSlices(ctx context.Context, limit int) ([]meta.Slice, error) {
+	var out []meta.Slice
+	err := e.view(ctx, func(t *txn) error {
+		out = out[:0]
+		return t.tx.Scan([]byte{kindFreed}, nil, limit, func(key, value []byte) bool {
+			s := meta.Slice{ID: meta.SliceID(be.Uint64(key[1:]))}
+			if len(value) >= 4 {
+				s.Size = be.Uint32(value)
+			}
+			out = append(out, s)
+			return true
+		})
+	})
+	return out, wrap(err, "freed slices")
+}
+
+// ForgetFreed deletes freed-list entries.
+func (e *Engine) ForgetFreed(ctx context.Context, ids []meta.SliceID) error {
+	err := e.update(ctx, func(t *txn) error {
+		for _, id := range ids {
+			t.tx.Delete(sliceKey(kindFreed, id))
+		}
+		return nil
+	})
+	return wrap(err, "forget %d freed slices", len(ids))
+}

@@ -1,0 +1,166 @@
+package kvmeta
+
+import (
+	"context"
+	"syscall"
+
+	"shoal/internal/meta"
+)
+
+// Mknod creates an inode with one transaction of two reads (parent attr,
+// entry) and three or four writes (entry, child attr, parent attr, and a
+// symlink's target). The inode number comes from the client's reserved
+// batch before the transaction starts, and goes back if it is not used.
+func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, error) {
+	if err := checkMknod(req); err != nil {
+		return meta.Entry{}, err
+	}
+	ino, err := e.newInode(ctx)
+	if err != nil {
+		return meta.Entry{}, wrap(err, "mknod %d/%q", req.Parent, req.Name)
+	}
+	var ent meta.Entry
+	err = e.update(ctx, func(t *txn) error {
+		var err error
+		ent, err = t.mknod(ino, req)
+		return err
+	})
+	if err != nil || ent.Ino != ino {
+		e.inodes.giveBack(uint64(ino))
+	}
+	if err != nil {
+		return meta.Entry{}, wrap(err, "mknod %d/%q", req.Parent, req.Name)
+	}
+	return ent, nil
+}
+
+// checkMknod validates a request before any transaction.
+func checkMknod(req meta.MknodRequest) error {
+	if req.Name == "." || req.Name == ".." {
+		return syscall.EEXIST
+	}
+	if err := meta.CheckName(req.Name); err != nil {
+		return err
+	}
+	if req.Type < meta.TypeFile || req.Type > meta.TypeSocket {
+		return syscall.EINVAL
+	}
+	if req.Type == meta.TypeSymlink {
+		if req.Target == "" {
+			return syscall.ENOENT
+		}
+		if len(req.Target) > meta.MaxSymlinkLen {
+			return syscall.ENAMETOOLONG
+		}
+	}
+	return nil
+}
+
+func (t *txn) mknod(ino meta.Ino, req meta.MknodRequest) (meta.Entry, error) {
+	p, err := t.dirFor(req.Parent, meta.MayExec)
+	if err != nil {
+		return meta.Entry{}, err
+	}
+	old, oldType, err := t.lookup(req.Parent, req.Name)
+	switch {
+	case err == syscall.ENOENT:
+	case err != nil:
+		return meta.Entry{}, err
+	case req.Exclusive || req.Type != meta.TypeFile:
+		return meta.Entry{}, syscall.EEXIST
+	case oldType == meta.TypeDir:
+		return meta.Entry{}, syscall.EISDIR
+	case oldType != meta.TypeFile:
+		return meta.Entry{}, syscall.EEXIST
+	default:
+		a, err := t.attr(old)
+		if err != nil {
+			return meta.Entry{}, err
+		}
+		return meta.Entry{Ino: old, Attr: *a}, nil
+	}
+	if err := meta.CheckAccess(t.cred, *p, meta.MayWrite|meta.MayExec); err != nil {
+		return meta.Entry{}, err
+	}
+	if p.Nlink == 0 {
+		return meta.Entry{}, syscall.ENOENT // the directory was removed
+	}
+	a := t.newAttr(p, req)
+	t.put(ino, a)
+	t.tx.Set(dentryKey(req.Parent, req.Name), encodeDentry(ino, req.Type))
+	if req.Type == meta.TypeSymlink {
+		t.tx.Set(symlinkKey(ino), []byte(req.Target))
+	}
+	if req.Type == meta.TypeDir {
+		p.Nlink++
+	}
+	t.touchDir(req.Parent, p)
+	t.files++
+	return meta.Entry{Ino: ino, Attr: *a}, nil
+}
+
+// newAttr builds a new inode's attributes.
+func (t *txn) newAttr(p *meta.Attr, req meta.MknodRequest) *meta.Attr {
+	uid, gid, mode := meta.NewOwner(t.cred, *p, req.Type, req.Mode)
+	a := &meta.Attr{
+		Type: req.Type, Mode: mode, Uid: uid, Gid: gid,
+		Atime: t.now, Mtime: t.now, Ctime: t.now, Nlink: 1,
+	}
+	switch req.Type {
+	case meta.TypeDir:
+		a.Nlink, a.Length, a.Parent = 2, dirLength, req.Parent
+	case meta.TypeSymlink:
+		a.Length = uint64(len(req.Target))
+	case meta.TypeBlockDev, meta.TypeCharDev:
+		a.Rdev = req.Rdev
+	}
+	return a
+}
+
+// Link adds parent/name for ino: EPERM for a directory, ENOENT for an inode
+// whose last link is gone, EEXIST, EMLINK past the link limit.
+func (e *Engine) Link(ctx context.Context, ino meta.Ino, parent meta.Ino, name string) (meta.Entry, error) {
+	if err := meta.CheckName(name); err != nil {
+		if name == "." || name == ".." {
+			err = syscall.EEXIST
+		}
+		return meta.Entry{}, err
+	}
+	var ent meta.Entry
+	err := e.update(ctx, func(t *txn) error {
+		a, err := t.attr(ino)
+		if err != nil {
+			return err
+		}
+		if a.Type == meta.TypeDir {
+			return syscall.EPERM
+		}
+		p, err := t.dirFor(parent, meta.MayExec)
+		if err != nil {
+			return err
+		}
+		if _, _, err := t.lookup(parent, name); err != syscall.ENOENT {
+			return firstErr(err, syscall.EEXIST)
+		}
+		if err := meta.CheckAccess(t.cred, *p, meta.MayWrite|meta.MayExec); err != nil {
+			return err
+		}
+		switch {
+		case a.Nlink == 0 || p.Nlink == 0:
+			return syscall.ENOENT
+		case a.Nlink >= maxLinks:
+			return syscall.EMLINK
+		}
+		a.Nlink++
+		a.Ctime = t.now
+		t.touch(ino)
+		t.touchDir(parent, p)
+		t.tx.Set(dentryKey(parent, name), encodeDentry(ino, a.Type))
+		ent = meta.Entry{Ino: ino, Attr: *a}
+		return nil
+	})
+	return ent, wrap(err, "link %d to %d/%q", ino, parent, name)
+}
+
+// maxLinks bounds a file's hard links, as ext4's 65000.
+const maxLinks = 65000

@@ -1,0 +1,62 @@
+// Package kvmeta is Shoal's metadata engine: meta.Engine implemented once,
+// over the transactional ordered key-value seam of package kv. SQLite,
+// PostgreSQL and Redis each provide only a kv.Store; every file-system rule
+// lives here (and in meta/posix.go), so there is one rename, one unlink, one
+// slice reference count for all of them.
+//
+// # Atomicity
+//
+// Each Engine method is exactly one kv transaction: Engine.update for
+// operations that change anything, Engine.view (one consistent snapshot)
+// for Lookup, Getattr, Access, Readdir, Readlink, ReadChunk, Getxattr,
+// Listxattr, Statfs, FreedSlices and Load. Backends give serializable
+// transactions and retry conflicts by running the function again, so an
+// operation reads, checks the POSIX rules against what it read, and writes,
+// with no other client's operation in between as far as any reader can tell.
+// The per-attempt state (txn) caches the attributes read so an inode touched
+// twice in one operation is written once, and carries usage deltas that are
+// published only after the commit.
+//
+// The only work outside an operation's transaction is id allocation: inode
+// numbers and slice ids are reserved in batches (64 and 256) by their own
+// short transactions, so concurrent clients rarely meet on a counter.
+// Used-space and inode counts are in-memory deltas flushed to their counters
+// about once a second and on Close, never a hot key per create.
+//
+// # Key layout
+//
+// Integers are big-endian so keys sort numerically; docs/format.md is the
+// reference and says how the layout is versioned.
+//
+//	'A' ino                → attr record (version byte + fixed fields)
+//	'D' parent name        → child ino + type
+//	'C' ino index(4)       → slice records, 24 bytes each, oldest first
+//	'S' ino                → symlink target
+//	'X' ino name           → xattr value
+//	'K' slice              → reference count, only while above one
+//	'L' slice              → size: freed slice awaiting object deletion
+//	'O' ino                → orphan: nlink 0, data kept for open handles
+//	'F'                    → format JSON (volume settings, version)
+//	'N' name               → counters (next ids, usage)
+//
+// Ordered, paged scans (readdir, listxattr, a file's chunks) all use a
+// prefix of exactly kv.ScanPrefixLen bytes: the kind plus the 8-byte inode.
+//
+// # Semantics worth knowing
+//
+//   - A directory's nlink is 2 plus its subdirectories; its Length is 4096.
+//     A symlink's Length is its target's length. atime is set at creation
+//     and by Setattr only (noatime).
+//   - Entry changes set the parent's mtime and ctime; attribute, link and
+//     xattr changes set the inode's ctime; data changes set mtime and ctime.
+//   - A regular file whose last link goes becomes an orphan ('O' key) and
+//     keeps its chunks until Purge; other types are deleted at once.
+//   - Permission checks follow meta/posix.go for path operations (lookup,
+//     create, link, unlink, rmdir, rename, setattr, access, xattrs). Data
+//     operations that act on an open file (WriteChunk, Truncate,
+//     Fallocate, CopyFileRange, Readdir) do not check: like read(2) and
+//     ftruncate(2), they were authorised when the file was opened, which
+//     the vfs checks with Access.
+//
+// Import rules: kvmeta imports meta and kv only, never a kv backend.
+package kvmeta

@@ -1,0 +1,223 @@
+package kvmeta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
+)
+
+// Engine is meta.Engine over a kv.Store. It is safe for concurrent use;
+// several Engines (in several processes or machines) may share one store.
+type Engine struct {
+	store  kv.Store
+	inodes idPool
+	slices idPool
+	usage  usage
+
+	fmtMu  sync.Mutex
+	format *meta.Format // cached by Load and Format
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ meta.Engine = (*Engine)(nil)
+
+// Options tune an Engine. The zero value is the default.
+type Options struct {
+	// FlushInterval is how often usage counters are written to the store
+	// (default one second).
+	FlushInterval time.Duration
+}
+
+// New returns an Engine over store. The Engine owns store: Close closes it.
+func New(store kv.Store, opts Options) *Engine {
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = time.Second
+	}
+	e := &Engine{
+		store:  store,
+		inodes: idPool{key: counterNextInode, batch: inodeBatch, first: uint64(meta.RootIno) + 1},
+		slices: idPool{key: counterNextSlice, batch: sliceBatch, first: 1},
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go e.flushLoop(opts.FlushInterval)
+	return e
+}
+
+// Name names the backing store for logs.
+func (e *Engine) Name() string { return "kvmeta/" + e.store.Name() }
+
+// Close flushes the usage counters and closes the store.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		close(e.stop)
+		<-e.done
+		err := e.flushUsage(context.Background())
+		e.closeErr = errors.Join(err, e.store.Close())
+	})
+	return e.closeErr
+}
+
+// txn is the state of one read-write (or read-only) operation: the kv
+// transaction, the caller, the time the operation happened, the attributes
+// read so far (written back at the end when dirty), and the usage deltas to
+// publish after the commit. A fresh txn is made for every attempt, so a
+// retried transaction starts clean.
+type txn struct {
+	tx    kv.Tx
+	cred  meta.Cred
+	now   int64
+	attrs map[meta.Ino]*meta.Attr
+	dirty map[meta.Ino]bool
+	space int64 // bytes of used space added
+	files int64 // inodes added
+}
+
+// update runs fn in one read-write kv transaction; dirty attributes are
+// written when fn succeeds, and usage deltas are published after commit.
+func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
+	var done *txn
+	err := e.store.Txn(ctx, func(tx kv.Tx) error {
+		t := newTxn(ctx, tx)
+		if err := fn(t); err != nil {
+			return err
+		}
+		t.flush()
+		done = t
+		return nil
+	})
+	if err == nil && done != nil {
+		e.usage.add(done.space, done.files)
+	}
+	return err
+}
+
+// view runs fn in one read-only kv transaction.
+func (e *Engine) view(ctx context.Context, fn func(t *txn) error) error {
+	return e.store.View(ctx, func(tx kv.Tx) error {
+		return fn(newTxn(ctx, tx))
+	})
+}
+
+func newTxn(ctx context.Context, tx kv.Tx) *txn {
+	return &txn{
+		tx:    tx,
+		cred:  meta.CredFrom(ctx),
+		now:   meta.Now(),
+		attrs: make(map[meta.Ino]*meta.Attr, 4),
+		dirty: make(map[meta.Ino]bool, 4),
+	}
+}
+
+// wrap returns expected outcomes (bare errnos, nil) as they are and wraps
+// anything else once with the operation and its ids.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(syscall.Errno); ok {
+		return err
+	}
+	return fmt.Errorf("kvmeta: "+format+": %w", append(args, err)...)
+}
+
+// Format writes the volume settings and, on a fresh store, the root
+// directory owned by the caller.
+func (e *Engine) Format(ctx context.Context, f meta.Format, force bool) error {
+	if f.Version == 0 || f.Version > meta.CurrentFormatVersion {
+		f.Version = meta.CurrentFormatVersion
+	}
+	if f.Created.IsZero() {
+		f.Created = time.Now().UTC()
+	}
+	data, err := json.Marshal(f)
+	if err != nil {
+		return wrap(err, "format")
+	}
+	err = e.update(ctx, func(t *txn) error {
+		old, err := t.tx.Get(formatKey())
+		if err != nil {
+			return err
+		}
+		if old != nil && !force {
+			return meta.ErrFormatted
+		}
+		t.tx.Set(formatKey(), data)
+		return t.createRoot()
+	})
+	if err == nil {
+		e.setFormat(f)
+	}
+	return wrap(err, "format %q", f.Name)
+}
+
+// createRoot makes the root directory unless it exists.
+func (t *txn) createRoot() error {
+	raw, err := t.tx.Get(attrKey(meta.RootIno))
+	if err != nil || raw != nil {
+		return err
+	}
+	t.put(meta.RootIno, &meta.Attr{
+		Type: meta.TypeDir, Mode: 0o755, Uid: t.cred.Uid, Gid: t.cred.Gid,
+		Atime: t.now, Mtime: t.now, Ctime: t.now, Nlink: 2, Length: dirLength,
+		Parent: meta.RootIno,
+	})
+	t.files++
+	return nil
+}
+
+// Load reads the volume settings.
+func (e *Engine) Load(ctx context.Context) (meta.Format, error) {
+	var f meta.Format
+	err := e.view(ctx, func(t *txn) error {
+		var err error
+		f, err = t.format()
+		return err
+	})
+	if err != nil {
+		return meta.Format{}, wrap(err, "load")
+	}
+	e.setFormat(f)
+	return f, nil
+}
+
+func (t *txn) format() (meta.Format, error) {
+	var f meta.Format
+	raw, err := t.tx.Get(formatKey())
+	if err != nil {
+		return f, err
+	}
+	if raw == nil {
+		return f, meta.ErrNotFormatted
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return f, fmt.Errorf("bad format record: %w", err)
+	}
+	if f.Version > meta.CurrentFormatVersion {
+		return f, fmt.Errorf("%w: volume version %d, binary %d", meta.ErrNewerFormat, f.Version, meta.CurrentFormatVersion)
+	}
+	return f, nil
+}
+
+func (e *Engine) setFormat(f meta.Format) {
+	e.fmtMu.Lock()
+	defer e.fmtMu.Unlock()
+	e.format = &f
+}
+
+func (e *Engine) cachedFormat() *meta.Format {
+	e.fmtMu.Lock()
+	defer e.fmtMu.Unlock()
+	return e.format
+}

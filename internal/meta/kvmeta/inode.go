@@ -1,0 +1,171 @@
+package kvmeta
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+
+	"shoal/internal/meta"
+)
+
+// Lookup reads the entry and the child's attributes. The parent is read
+// only when the caller needs a permission check or the name is missing
+// (to tell ENOTDIR and a missing parent from a missing name).
+func (e *Engine) Lookup(ctx context.Context, parent meta.Ino, name string) (meta.Entry, error) {
+	var ent meta.Entry
+	err := e.view(ctx, func(t *txn) error {
+		if len(name) > meta.MaxNameLen {
+			return syscall.ENAMETOOLONG
+		}
+		if !t.cred.Trusted {
+			if _, err := t.dirFor(parent, meta.MayExec); err != nil {
+				return err
+			}
+		}
+		ino, _, err := t.lookup(parent, name)
+		if err == syscall.ENOENT && t.cred.Trusted {
+			if _, derr := t.dir(parent); derr != nil {
+				return derr
+			}
+		}
+		if err != nil {
+			return err
+		}
+		a, err := t.attr(ino)
+		if err != nil {
+			return err
+		}
+		ent = meta.Entry{Ino: ino, Attr: *a}
+		return nil
+	})
+	return ent, wrap(err, "lookup %d/%q", parent, name)
+}
+
+// Getattr reads one attr record.
+func (e *Engine) Getattr(ctx context.Context, ino meta.Ino) (meta.Attr, error) {
+	var a meta.Attr
+	err := e.view(ctx, func(t *txn) error {
+		p, err := t.attr(ino)
+		if err == nil {
+			a = *p
+		}
+		return err
+	})
+	return a, wrap(err, "getattr %d", ino)
+}
+
+// Setattr applies meta.ApplySetattr's rules.
+func (e *Engine) Setattr(ctx context.Context, ino meta.Ino, req meta.SetattrRequest) (meta.Attr, error) {
+	var out meta.Attr
+	err := e.update(ctx, func(t *txn) error {
+		a, err := t.attr(ino)
+		if err != nil {
+			return err
+		}
+		if req.Valid == 0 {
+			out = *a
+			return nil
+		}
+		changed, err := meta.ApplySetattr(t.cred, *a, req, t.now)
+		if err != nil {
+			return err
+		}
+		*a = changed
+		t.touch(ino)
+		out = changed
+		return nil
+	})
+	return out, wrap(err, "setattr %d", ino)
+}
+
+// Access applies meta.CheckAccess.
+func (e *Engine) Access(ctx context.Context, ino meta.Ino, mask uint32) error {
+	err := e.view(ctx, func(t *txn) error {
+		a, err := t.attr(ino)
+		if err != nil {
+			return err
+		}
+		return meta.CheckAccess(t.cred, *a, mask&7)
+	})
+	return wrap(err, "access %d", ino)
+}
+
+// Readlink reads the target record of a symlink.
+func (e *Engine) Readlink(ctx context.Context, ino meta.Ino) (string, error) {
+	var target string
+	err := e.view(ctx, func(t *txn) error {
+		raw, err := t.tx.Get(symlinkKey(ino))
+		if err != nil {
+			return err
+		}
+		if raw != nil {
+			target = string(raw)
+			return nil
+		}
+		if _, err := t.attr(ino); err != nil {
+			return err
+		}
+		return syscall.EINVAL
+	})
+	return target, wrap(err, "readlink %d", ino)
+}
+
+// Readdir scans the directory's entries after the given name: one ordered
+// scan of at most limit keys under the 9-byte prefix 'D'+ino, plus one
+// attr read per entry when plus is set. limit <= 0 returns all entries.
+// Permission to read the directory is checked when it is opened (Access),
+// as for read(2) on an open descriptor.
+func (e *Engine) Readdir(ctx context.Context, ino meta.Ino, after string, limit int, plus bool) ([]meta.DirEntry, error) {
+	var out []meta.DirEntry
+	err := e.view(ctx, func(t *txn) error {
+		out = out[:0]
+		if _, err := t.dir(ino); err != nil {
+			return err
+		}
+		prefix := inoKey(kindDentry, ino)
+		var derr error
+		err := t.tx.Scan(prefix, []byte(after), limit, func(key, value []byte) bool {
+			child, typ, err := decodeDentry(value)
+			if err != nil {
+				derr = err
+				return false
+			}
+			out = append(out, meta.DirEntry{Name: string(key[len(prefix):]), Ino: child, Type: typ})
+			return true
+		})
+		if err != nil || derr != nil || !plus {
+			return firstErr(err, derr)
+		}
+		return t.fillAttrs(out)
+	})
+	if err != nil {
+		return nil, wrap(err, "readdir %d after %q", ino, after)
+	}
+	return out, nil
+}
+
+// fillAttrs reads each entry's attributes. An entry whose inode vanished
+// would be a broken volume; it is reported rather than hidden.
+func (t *txn) fillAttrs(ents []meta.DirEntry) error {
+	for i := range ents {
+		a, err := t.attr(ents[i].Ino)
+		if err == syscall.ENOENT {
+			return fmt.Errorf("entry %q points to missing inode %d", ents[i].Name, ents[i].Ino)
+		}
+		if err != nil {
+			return err
+		}
+		copied := *a
+		ents[i].Attr = &copied
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package kvmeta
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"shoal/internal/meta"
+)
+
+// Key kinds: the first byte of every key. docs/format.md is the reference;
+// changing any of these or the encodings below is a format change.
+const (
+	kindAttr    = 'A' // A ino → attr record
+	kindDentry  = 'D' // D parent name → ino, type
+	kindChunk   = 'C' // C ino index(4) → slice records
+	kindSymlink = 'S' // S ino → target
+	kindXattr   = 'X' // X ino name → value
+	kindRefs    = 'K' // K slice → reference count when > 1
+	kindFreed   = 'L' // L slice → size: slice awaiting object deletion
+	kindOrphan  = 'O' // O ino → unlink time: nlink 0, data kept
+	kindFormat  = 'F' // F → format JSON
+	kindCounter = 'N' // N name → int64 counter
+)
+
+// Counter names under kindCounter.
+const (
+	counterNextInode  = "nextInode"
+	counterNextSlice  = "nextSlice"
+	counterUsedSpace  = "usedSpace"
+	counterUsedInodes = "usedInodes"
+)
+
+var be = binary.BigEndian
+
+func inoKey(kind byte, ino meta.Ino) []byte {
+	k := make([]byte, 9)
+	k[0] = kind
+	be.PutUint64(k[1:], uint64(ino))
+	return k
+}
+
+func attrKey(ino meta.Ino) []byte    { return inoKey(kindAttr, ino) }
+func symlinkKey(ino meta.Ino) []byte { return inoKey(kindSymlink, ino) }
+func orphanKey(ino meta.Ino) []byte  { return inoKey(kindOrphan, ino) }
+func formatKey() []byte              { return []byte{kindFormat} }
+
+func dentryKey(parent meta.Ino, name string) []byte {
+	return append(inoKey(kindDentry, parent), name...)
+}
+
+func xattrKey(ino meta.Ino, name string) []byte {
+	return append(inoKey(kindXattr, ino), name...)
+}
+
+func chunkKey(ino meta.Ino, index uint32) []byte {
+	return be.AppendUint32(inoKey(kindChunk, ino), index)
+}
+
+// chunkIndex returns the index of a chunk key.
+func chunkIndex(key []byte) uint32 { return be.Uint32(key[9:]) }
+
+func sliceKey(kind byte, id meta.SliceID) []byte {
+	return inoKey(kind, meta.Ino(id))
+}
+
+func counterKey(name string) []byte { return append([]byte{kindCounter}, name...) }
+
+// attrVersion is the first byte of an attr record.
+const attrVersion = 1
+
+// attrLen is the encoded size of an attr record.
+const attrLen = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 8
+
+func encodeAttr(a *meta.Attr) []byte {
+	b := make([]byte, 0, attrLen)
+	b = append(b, attrVersion, byte(a.Type))
+	b = be.AppendUint16(b, a.Mode)
+	b = be.AppendUint32(b, a.Uid)
+	b = be.AppendUint32(b, a.Gid)
+	b = be.AppendUint64(b, uint64(a.Atime))
+	b = be.AppendUint64(b, uint64(a.Mtime))
+	b = be.AppendUint64(b, uint64(a.Ctime))
+	b = be.AppendUint32(b, a.Nlink)
+	b = be.AppendUint64(b, a.Length)
+	b = be.AppendUint32(b, a.Rdev)
+	return be.AppendUint64(b, uint64(a.Parent))
+}
+
+func decodeAttr(b []byte) (meta.Attr, error) {
+	if len(b) < attrLen || b[0] != attrVersion {
+		return meta.Attr{}, fmt.Errorf("bad attr record (%d bytes, version %d)", len(b), firstByte(b))
+	}
+	return meta.Attr{
+		Type:   meta.Type(b[1]),
+		Mode:   be.Uint16(b[2:]),
+		Uid:    be.Uint32(b[4:]),
+		Gid:    be.Uint32(b[8:]),
+		Atime:  int64(be.Uint64(b[12:])),
+		Mtime:  int64(be.Uint64(b[20:])),
+		Ctime:  int64(be.Uint64(b[28:])),
+		Nlink:  be.Uint32(b[36:]),
+		Length: be.Uint64(b[40:]),
+		Rdev:   be.Uint32(b[48:]),
+		Parent: meta.Ino(be.Uint64(b[52:])),
+	}, nil
+}
+
+func firstByte(b []byte) int {
+	if len(b) == 0 {
+		return -1
+	}
+	return int(b[0])
+}
+
+// dentryLen is the encoded size of a directory entry value.
+const dentryLen = 9
+
+func encodeDentry(ino meta.Ino, t meta.Type) []byte {
+	b := make([]byte, 0, dentryLen)
+	b = be.AppendUint64(b, uint64(ino))
+	return append(b, byte(t))
+}
+
+func decodeDentry(b []byte) (meta.Ino, meta.Type, error) {
+	if len(b) < dentryLen {
+		return 0, 0, fmt.Errorf("bad dentry record (%d bytes)", len(b))
+	}
+	return meta.Ino(be.Uint64(b)), meta.Type(b[8]), nil
+}
+
+// sliceLen is the size of one slice record in a chunk value; a chunk value
+// is a concatenation of records, oldest first, so a write appends.
+const sliceLen = 8 + 4*4
+
+func appendSlice(b []byte, s meta.Slice) []byte {
+	b = be.AppendUint64(b, uint64(s.ID))
+	b = be.AppendUint32(b, s.Size)
+	b = be.AppendUint32(b, s.Off)
+	b = be.AppendUint32(b, s.Len)
+	return be.AppendUint32(b, s.Pos)
+}
+
+func encodeSlices(ss []meta.Slice) []byte {
+	b := make([]byte, 0, len(ss)*sliceLen)
+	for _, s := range ss {
+		b = appendSlice(b, s)
+	}
+	return b
+}
+
+func decodeSlices(b []byte) ([]meta.Slice, error) {
+	if len(b)%sliceLen != 0 {
+		return nil, fmt.Errorf("bad chunk record (%d bytes)", len(b))
+	}
+	ss := make([]meta.Slice, 0, len(b)/sliceLen)
+	for ; len(b) > 0; b = b[sliceLen:] {
+		ss = append(ss, meta.Slice{
+			ID:   meta.SliceID(be.Uint64(b)),
+			Size: be.Uint32(b[8:]),
+			Off:  be.Uint32(b[12:]),
+			Len:  be.Uint32(b[16:]),
+			Pos:  be.Uint32(b[20:]),
+		})
+	}
+	return ss, nil
+}
+
+func encodeInt(v int64) []byte { return be.AppendUint64(nil, uint64(v)) }
+
+func decodeInt(b []byte) int64 {
+	if len(b) < 8 {
+		return 0
+	}
+	return int64(be.Uint64(b))
+}

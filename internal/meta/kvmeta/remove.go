@@ -1,0 +1,167 @@
+package kvmeta
+
+import (
+	"context"
+	"syscall"
+
+	"shoal/internal/meta"
+)
+
+// Unlink removes parent/name, a non-directory.
+func (e *Engine) Unlink(ctx context.Context, parent meta.Ino, name string) (meta.Removed, error) {
+	if name == "." || name == ".." {
+		return meta.Removed{}, syscall.EISDIR
+	}
+	if err := meta.CheckName(name); err != nil {
+		return meta.Removed{}, err
+	}
+	var rm meta.Removed
+	err := e.update(ctx, func(t *txn) error {
+		p, err := t.dirFor(parent, meta.MayWrite|meta.MayExec)
+		if err != nil {
+			return err
+		}
+		ino, typ, err := t.lookup(parent, name)
+		if err != nil {
+			return err
+		}
+		if typ == meta.TypeDir {
+			return syscall.EISDIR
+		}
+		a, err := t.attr(ino)
+		if err != nil {
+			return err
+		}
+		if err := meta.CheckSticky(t.cred, *p, *a); err != nil {
+			return err
+		}
+		t.tx.Delete(dentryKey(parent, name))
+		t.touchDir(parent, p)
+		rm, err = t.dropLink(ino, a)
+		return err
+	})
+	return rm, wrap(err, "unlink %d/%q", parent, name)
+}
+
+// dropLink takes one link from non-directory ino. A regular file whose
+// last link goes becomes an orphan (its data stays until Purge); any other
+// type is deleted at once.
+func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
+	if a.Nlink > 0 {
+		a.Nlink--
+	}
+	a.Ctime = t.now
+	t.touch(ino)
+	rm := meta.Removed{Ino: ino, Attr: *a}
+	if a.Nlink > 0 {
+		return rm, nil
+	}
+	if a.Type == meta.TypeFile {
+		t.tx.Set(orphanKey(ino), encodeInt(t.now))
+		rm.Orphan = true
+		return rm, nil
+	}
+	return rm, t.deleteInode(ino, a)
+}
+
+// deleteInode removes an inode with everything keyed by it: attr, symlink
+// target, xattrs, and a file's chunks (releasing their slice references).
+func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
+	if a.Type == meta.TypeFile {
+		if err := t.deleteChunks(ino, 0, noEnd); err != nil {
+			return err
+		}
+		t.space -= spaceOf(a)
+	}
+	if a.Type == meta.TypeSymlink {
+		t.tx.Delete(symlinkKey(ino))
+	}
+	if err := t.deleteXattrs(ino); err != nil {
+		return err
+	}
+	t.tx.Delete(orphanKey(ino))
+	t.drop(ino)
+	t.files--
+	return nil
+}
+
+// deleteXattrs removes all of ino's extended attributes.
+func (t *txn) deleteXattrs(ino meta.Ino) error {
+	var keys [][]byte
+	err := t.tx.Scan(inoKey(kindXattr, ino), nil, 0, func(key, _ []byte) bool {
+		keys = append(keys, key)
+		return true
+	})
+	for _, k := range keys {
+		t.tx.Delete(k)
+	}
+	return err
+}
+
+// Rmdir removes the empty directory parent/name.
+func (e *Engine) Rmdir(ctx context.Context, parent meta.Ino, name string) error {
+	switch name {
+	case ".":
+		return syscall.EINVAL
+	case "..":
+		return syscall.ENOTEMPTY
+	}
+	if err := meta.CheckName(name); err != nil {
+		return err
+	}
+	err := e.update(ctx, func(t *txn) error {
+		p, err := t.dirFor(parent, meta.MayWrite|meta.MayExec)
+		if err != nil {
+			return err
+		}
+		ino, typ, err := t.lookup(parent, name)
+		if err != nil {
+			return err
+		}
+		if typ != meta.TypeDir {
+			return syscall.ENOTDIR
+		}
+		a, err := t.attr(ino)
+		if err != nil {
+			return err
+		}
+		if err := meta.CheckSticky(t.cred, *p, *a); err != nil {
+			return err
+		}
+		return t.removeDir(parent, p, name, ino, a)
+	})
+	return wrap(err, "rmdir %d/%q", parent, name)
+}
+
+// removeDir deletes the empty directory ino, entry parent/name.
+func (t *txn) removeDir(parent meta.Ino, p *meta.Attr, name string, ino meta.Ino, a *meta.Attr) error {
+	empty, err := t.isEmpty(ino)
+	if err != nil {
+		return err
+	}
+	if !empty {
+		return syscall.ENOTEMPTY
+	}
+	t.tx.Delete(dentryKey(parent, name))
+	if p.Nlink > 2 {
+		p.Nlink--
+	}
+	t.touchDir(parent, p)
+	return t.deleteInode(ino, a)
+}
+
+// Purge deletes an orphan. Inodes that still have links, or are gone, are
+// left alone, so Purge is idempotent.
+func (e *Engine) Purge(ctx context.Context, ino meta.Ino) error {
+	err := e.update(ctx, func(t *txn) error {
+		a, err := t.attr(ino)
+		if err == syscall.ENOENT {
+			return nil
+		}
+		if err != nil || a.Nlink > 0 {
+			return err
+		}
+		return t.deleteInode(ino, a)
+	})
+	return wrap(err, "purge %d", ino)
+}

@@ -1,0 +1,227 @@
+package kvmeta
+
+import (
+	"context"
+	"syscall"
+
+	"shoal/internal/meta"
+)
+
+// renameSide is one end of a rename: a directory, a name in it, and the
+// entry found there (ino 0 if none).
+type renameSide struct {
+	parent meta.Ino
+	dir    *meta.Attr
+	name   string
+	ino    meta.Ino
+	attr   *meta.Attr
+}
+
+// Rename implements rename(2) and renameat2(2) in one transaction. The
+// legality rules are meta.CheckRename's; this function gathers what they
+// need (both parents, both entries, whether the target is empty, whether a
+// moved directory would land in its own subtree) and applies the result.
+func (e *Engine) Rename(ctx context.Context, req meta.RenameRequest) (meta.Removed, error) {
+	if err := checkRenameNames(req); err != nil {
+		return meta.Removed{}, err
+	}
+	var rm meta.Removed
+	err := e.update(ctx, func(t *txn) error {
+		var err error
+		rm, err = t.rename(req)
+		return err
+	})
+	return rm, wrap(err, "rename %d/%q to %d/%q", req.OldParent, req.OldName, req.NewParent, req.NewName)
+}
+
+func checkRenameNames(req meta.RenameRequest) error {
+	for _, name := range []string{req.OldName, req.NewName} {
+		if name == "." || name == ".." {
+			return syscall.EBUSY
+		}
+		if err := meta.CheckName(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
+	src, dst, err := t.renameSides(req)
+	if err != nil {
+		return meta.Removed{}, err
+	}
+	if src.ino == dst.ino {
+		return meta.Removed{}, nil // the same inode under both names: nothing to do
+	}
+	if err := t.checkRename(req.Flags, src, dst); err != nil {
+		return meta.Removed{}, err
+	}
+	if req.Flags&meta.RenameExchange != 0 {
+		t.exchange(src, dst)
+		return meta.Removed{}, nil
+	}
+	var rm meta.Removed
+	if dst.ino != 0 {
+		if rm, err = t.replaceTarget(dst); err != nil {
+			return meta.Removed{}, err
+		}
+	}
+	t.tx.Delete(dentryKey(src.parent, src.name))
+	t.tx.Set(dentryKey(dst.parent, dst.name), encodeDentry(src.ino, src.attr.Type))
+	t.moved(src, dst)
+	t.touchDir(src.parent, src.dir)
+	t.touchDir(dst.parent, dst.dir)
+	return rm, nil
+}
+
+// renameSides reads both parents (with write and search permission) and
+// both entries; the target may be missing.
+func (t *txn) renameSides(req meta.RenameRequest) (src, dst renameSide, err error) {
+	src = renameSide{parent: req.OldParent, name: req.OldName}
+	dst = renameSide{parent: req.NewParent, name: req.NewName}
+	for _, s := range []*renameSide{&src, &dst} {
+		if s.dir, err = t.dirFor(s.parent, meta.MayWrite|meta.MayExec); err != nil {
+			return src, dst, err
+		}
+	}
+	if src.ino, _, err = t.lookup(src.parent, src.name); err != nil {
+		return src, dst, err
+	}
+	if src.attr, err = t.attr(src.ino); err != nil {
+		return src, dst, err
+	}
+	dst.ino, _, err = t.lookup(dst.parent, dst.name)
+	switch {
+	case err == syscall.ENOENT:
+		return src, dst, nil
+	case err != nil:
+		return src, dst, err
+	}
+	dst.attr, err = t.attr(dst.ino)
+	return src, dst, err
+}
+
+// checkRename gathers the facts for meta.CheckRename, then applies the
+// sticky rule to both sides and requires write access to a directory that
+// changes parent (its ".." entry changes).
+func (t *txn) checkRename(flags uint32, src, dst renameSide) error {
+	rc := meta.RenameCheck{Flags: flags, Src: *src.attr}
+	if dst.ino != 0 {
+		rc.Dst = dst.attr
+		if dst.attr.Type == meta.TypeDir && flags&meta.RenameExchange == 0 {
+			empty, err := t.isEmpty(dst.ino)
+			if err != nil {
+				return err
+			}
+			rc.DstEmpty = empty
+		}
+	}
+	into, err := t.intoOwnSubtree(flags, src, dst)
+	if err != nil {
+		return err
+	}
+	rc.IntoOwnSubtree = into
+	if err := meta.CheckRename(rc); err != nil {
+		return err
+	}
+	return t.checkRenamePerms(flags, src, dst)
+}
+
+func (t *txn) checkRenamePerms(flags uint32, src, dst renameSide) error {
+	if err := meta.CheckSticky(t.cred, *src.dir, *src.attr); err != nil {
+		return err
+	}
+	if dst.ino != 0 {
+		if err := meta.CheckSticky(t.cred, *dst.dir, *dst.attr); err != nil {
+			return err
+		}
+	}
+	if src.parent == dst.parent {
+		return nil
+	}
+	if src.attr.Type == meta.TypeDir {
+		if err := meta.CheckAccess(t.cred, *src.attr, meta.MayWrite); err != nil {
+			return err
+		}
+	}
+	if flags&meta.RenameExchange != 0 && dst.attr.Type == meta.TypeDir {
+		return meta.CheckAccess(t.cred, *dst.attr, meta.MayWrite)
+	}
+	return nil
+}
+
+// intoOwnSubtree reports whether a directory would move under itself: the
+// moved directory is the new parent or one of its ancestors (and, for an
+// exchange, likewise for the target directory and the old parent).
+func (t *txn) intoOwnSubtree(flags uint32, src, dst renameSide) (bool, error) {
+	if src.parent == dst.parent {
+		return false, nil
+	}
+	if src.attr.Type == meta.TypeDir {
+		if in, err := t.isAncestor(src.ino, dst.parent); in || err != nil {
+			return in, err
+		}
+	}
+	if flags&meta.RenameExchange != 0 && dst.attr != nil && dst.attr.Type == meta.TypeDir {
+		return t.isAncestor(dst.ino, src.parent)
+	}
+	return false, nil
+}
+
+// isAncestor walks from dir up to the root through the directories' Parent
+// fields and reports whether it meets anc.
+func (t *txn) isAncestor(anc, dir meta.Ino) (bool, error) {
+	for hops := 0; ; hops++ {
+		if dir == anc {
+			return true, nil
+		}
+		if dir == meta.RootIno || hops > 1<<16 {
+			return false, nil
+		}
+		a, err := t.attr(dir)
+		if err != nil {
+			return false, err
+		}
+		dir = a.Parent
+	}
+}
+
+// replaceTarget removes the entry rename overwrites.
+func (t *txn) replaceTarget(dst renameSide) (meta.Removed, error) {
+	if dst.attr.Type != meta.TypeDir {
+		return t.dropLink(dst.ino, dst.attr)
+	}
+	if dst.dir.Nlink > 2 {
+		dst.dir.Nlink--
+	}
+	rm := meta.Removed{Ino: dst.ino, Attr: *dst.attr}
+	rm.Attr.Nlink = 0
+	return rm, t.deleteInode(dst.ino, dst.attr)
+}
+
+// moved updates the moved inode: its ctime, and for a directory that
+// changes parent, its Parent and both parents' link counts.
+func (t *txn) moved(src, dst renameSide) {
+	src.attr.Ctime = t.now
+	t.touch(src.ino)
+	if src.attr.Type != meta.TypeDir || src.parent == dst.parent {
+		return
+	}
+	src.attr.Parent = dst.parent
+	if src.dir.Nlink > 2 {
+		src.dir.Nlink--
+	}
+	dst.dir.Nlink++
+}
+
+// exchange swaps two entries (RENAME_EXCHANGE).
+func (t *txn) exchange(src, dst renameSide) {
+	t.tx.Set(dentryKey(src.parent, src.name), encodeDentry(dst.ino, dst.attr.Type))
+	t.tx.Set(dentryKey(dst.parent, dst.name), encodeDentry(src.ino, src.attr.Type))
+	t.moved(src, dst)
+	t.moved(renameSide{parent: dst.parent, dir: dst.dir, ino: dst.ino, attr: dst.attr},
+		renameSide{parent: src.parent, dir: src.dir})
+	t.touchDir(src.parent, src.dir)
+	t.touchDir(dst.parent, dst.dir)
+}

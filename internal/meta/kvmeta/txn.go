@@ -1,0 +1,122 @@
+package kvmeta
+
+import (
+	"syscall"
+
+	"shoal/internal/meta"
+)
+
+// dirLength is the Length a directory reports, as on most local file systems.
+const dirLength = 4096
+
+// attr returns ino's attributes, read once per transaction and cached, so
+// that an inode touched twice in one operation (a rename within one
+// directory) is changed in one place. ENOENT if absent.
+func (t *txn) attr(ino meta.Ino) (*meta.Attr, error) {
+	if a, ok := t.attrs[ino]; ok {
+		return a, nil
+	}
+	raw, err := t.tx.Get(attrKey(ino))
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, syscall.ENOENT
+	}
+	a, err := decodeAttr(raw)
+	if err != nil {
+		return nil, err
+	}
+	t.attrs[ino] = &a
+	return &a, nil
+}
+
+// dir returns the attributes of directory ino: ENOTDIR for another type.
+func (t *txn) dir(ino meta.Ino) (*meta.Attr, error) {
+	a, err := t.attr(ino)
+	if err != nil {
+		return nil, err
+	}
+	if a.Type != meta.TypeDir {
+		return nil, syscall.ENOTDIR
+	}
+	return a, nil
+}
+
+// dirFor returns directory ino after checking that the caller may use it as
+// mask says (MayExec to look up, MayWrite|MayExec to change entries).
+func (t *txn) dirFor(ino meta.Ino, mask uint32) (*meta.Attr, error) {
+	a, err := t.dir(ino)
+	if err != nil {
+		return nil, err
+	}
+	return a, meta.CheckAccess(t.cred, *a, mask)
+}
+
+// touch marks ino's attributes changed; they are written at commit.
+func (t *txn) touch(ino meta.Ino) { t.dirty[ino] = true }
+
+// touchDir sets a directory's mtime and ctime (an entry was added or
+// removed) and marks it changed.
+func (t *txn) touchDir(ino meta.Ino, a *meta.Attr) {
+	a.Mtime, a.Ctime = t.now, t.now
+	t.touch(ino)
+}
+
+// put installs the attributes of a new inode.
+func (t *txn) put(ino meta.Ino, a *meta.Attr) {
+	t.attrs[ino] = a
+	t.touch(ino)
+}
+
+// drop deletes ino's attributes.
+func (t *txn) drop(ino meta.Ino) {
+	delete(t.attrs, ino)
+	delete(t.dirty, ino)
+	t.tx.Delete(attrKey(ino))
+}
+
+// flush writes the changed attributes.
+func (t *txn) flush() {
+	for ino := range t.dirty {
+		t.tx.Set(attrKey(ino), encodeAttr(t.attrs[ino]))
+	}
+}
+
+// lookup returns the entry name in parent: ENOENT if absent.
+func (t *txn) lookup(parent meta.Ino, name string) (meta.Ino, meta.Type, error) {
+	raw, err := t.tx.Get(dentryKey(parent, name))
+	if err != nil {
+		return 0, 0, err
+	}
+	if raw == nil {
+		return 0, 0, syscall.ENOENT
+	}
+	return decodeDentry(raw)
+}
+
+// isEmpty reports whether directory ino has no entries.
+func (t *txn) isEmpty(ino meta.Ino) (bool, error) {
+	empty := true
+	err := t.tx.Scan(inoKey(kindDentry, ino), nil, 1, func(_, _ []byte) bool {
+		empty = false
+		return false
+	})
+	return empty, err
+}
+
+// spaceOf is the used space a file of length n accounts for: whole 4 KiB
+// blocks, as du would show on a local file system.
+func spaceOf(a *meta.Attr) int64 {
+	if a.Type != meta.TypeFile {
+		return 0
+	}
+	return int64((a.Length + 4095) &^ 4095)
+}
+
+// setLength changes a file's length and accounts the space difference.
+func (t *txn) setLength(a *meta.Attr, n uint64) {
+	before := spaceOf(a)
+	a.Length = n
+	t.space += spaceOf(a) - before
+}

@@ -1,0 +1,145 @@
+package kvmeta
+
+import (
+	"context"
+	"strings"
+	"syscall"
+
+	"shoal/internal/meta"
+)
+
+// Extended attributes live under 'X'+ino+name, one key each, so Listxattr is
+// one ordered scan of the 9-byte prefix.
+//
+// Permissions, as Linux: "trusted." names are root's only, "security."
+// names need root to set, "system." names (ACLs) the owner or root to set;
+// other names need read or write access to the inode, and "user." names
+// exist only on regular files and directories. A denied write is EPERM
+// (EACCES from the access check), a denied read ENODATA.
+
+// Getxattr reads one xattr key.
+func (e *Engine) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byte, error) {
+	var value []byte
+	err := e.view(ctx, func(t *txn) error {
+		if err := meta.CheckXattr(name, nil); err != nil {
+			return err
+		}
+		a, err := t.attr(ino)
+		if err != nil {
+			return err
+		}
+		if err := t.xattrAccess(a, name, meta.MayRead); err != nil {
+			return err
+		}
+		value, err = t.tx.Get(xattrKey(ino, name))
+		if err == nil && value == nil {
+			return syscall.ENODATA
+		}
+		return err
+	})
+	return value, wrap(err, "getxattr %d %q", ino, name)
+}
+
+// Setxattr writes one xattr key; the inode's ctime changes.
+func (e *Engine) Setxattr(ctx context.Context, ino meta.Ino, name string, value []byte, flags uint32) error {
+	if err := meta.CheckXattr(name, value); err != nil {
+		return err
+	}
+	if flags&^(meta.XattrCreate|meta.XattrReplace) != 0 || flags == meta.XattrCreate|meta.XattrReplace {
+		return syscall.EINVAL
+	}
+	err := e.update(ctx, func(t *txn) error {
+		a, err := t.attr(ino)
+		if err != nil {
+			return err
+		}
+		if err := t.xattrAccess(a, name, meta.MayWrite); err != nil {
+			return err
+		}
+		old, err := t.tx.Get(xattrKey(ino, name))
+		switch {
+		case err != nil:
+			return err
+		case old != nil && flags == meta.XattrCreate:
+			return syscall.EEXIST
+		case old == nil && flags == meta.XattrReplace:
+			return syscall.ENODATA
+		}
+		t.tx.Set(xattrKey(ino, name), value)
+		a.Ctime = t.now
+		t.touch(ino)
+		return nil
+	})
+	return wrap(err, "setxattr %d %q", ino, name)
+}
+
+// Listxattr scans the inode's xattr keys.
+func (e *Engine) Listxattr(ctx context.Context, ino meta.Ino) ([]string, error) {
+	var names []string
+	err := e.view(ctx, func(t *txn) error {
+		names = names[:0]
+		if _, err := t.attr(ino); err != nil {
+			return err
+		}
+		prefix := inoKey(kindXattr, ino)
+		return t.tx.Scan(prefix, nil, 0, func(key, _ []byte) bool {
+			names = append(names, string(key[len(prefix):]))
+			return true
+		})
+	})
+	return names, wrap(err, "listxattr %d", ino)
+}
+
+// Removexattr deletes one xattr key; the inode's ctime changes.
+func (e *Engine) Removexattr(ctx context.Context, ino meta.Ino, name string) error {
+	if err := meta.CheckXattr(name, nil); err != nil {
+		return err
+	}
+	err := e.update(ctx, func(t *txn) error {
+		a, err := t.attr(ino)
+		if err != nil {
+			return err
+		}
+		if err := t.xattrAccess(a, name, meta.MayWrite); err != nil {
+			return err
+		}
+		old, err := t.tx.Get(xattrKey(ino, name))
+		if err != nil {
+			return err
+		}
+		if old == nil {
+			return syscall.ENODATA
+		}
+		t.tx.Delete(xattrKey(ino, name))
+		a.Ctime = t.now
+		t.touch(ino)
+		return nil
+	})
+	return wrap(err, "removexattr %d %q", ino, name)
+}
+
+// xattrAccess applies the namespace rules above for an access of mask.
+func (t *txn) xattrAccess(a *meta.Attr, name string, mask uint32) error {
+	c := t.cred
+	if c.Trusted || c.Uid == 0 {
+		return nil
+	}
+	deny := syscall.ENODATA // an attribute the caller may not see does not exist
+	if mask == meta.MayWrite {
+		deny = syscall.EPERM
+	}
+	switch {
+	case strings.HasPrefix(name, "trusted."):
+		return deny
+	case strings.HasPrefix(name, "security.") && mask == meta.MayWrite:
+		return deny
+	case strings.HasPrefix(name, "system."):
+		if mask == meta.MayWrite && c.Uid != a.Uid {
+			return deny
+		}
+		return nil
+	case strings.HasPrefix(name, "user.") && a.Type != meta.TypeFile && a.Type != meta.TypeDir:
+		return deny
+	}
+	return meta.CheckAccess(c, *a, mask)
+}
