@@ -1,0 +1,29 @@
+// Package kvtest is the conformance suite every kv.Store backend passes.
+// A backend joins it in a few lines:
+//
+//	func TestConformance(t *testing.T) {
+//		kvtest.Run(t, func(t *testing.T) kv.Store { return newEmptyStore(t) })
+//	}
+//
+// What the suite pins down, beyond the plain reading of kv.Store:
+//   - Get returns nil for an absent key and a non-nil (possibly empty)
+//     slice for a present one; returned slices belong to the caller, and
+//     buffers passed to Set may be reused by the caller right after Set.
+//   - A transaction reads its own writes, in Get and in Scan (writes and
+//     deletes merged in key order).
+//   - Scan with a prefix of at least kv.ScanPrefixLen bytes is ordered
+//     bytewise (0x00 and 0xff included), honours after and limit, stops
+//     when fn returns false, and allows tx.Get from inside fn. Shorter
+//     prefixes are checked as unordered sets only.
+//   - Txn is serializable: concurrent read-increment-write transactions
+//     lose no update, and write skew is impossible. View sees one
+//     consistent state and refuses writes.
+//
+// Each subtest calls newStore for a fresh, empty store and closes it when
+// the subtest ends (before newStore's own t.Cleanup functions run, so a
+// factory may drop its database there). Close may therefore be called twice
+// on a store; the suite ignores the second result.
+//
+// Import rules: kvtest imports kv and the standard library only, so any
+// backend's tests may import it.
+package kvtest

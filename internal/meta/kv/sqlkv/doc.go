@@ -1,0 +1,70 @@
+// Package sqlkv implements kv.Store over SQL: SQLite (embedded, the
+// default engine) and PostgreSQL, with one shared implementation and a
+// small dialect file for each (sqlite.go, postgres.go).
+//
+// # Schema
+//
+// One table holds every key: shoal_kv(k, v) with k the primary key, BLOB
+// in SQLite (a WITHOUT ROWID table, so rows live in the key's B-tree) and
+// bytea in PostgreSQL; both compare bytewise, which is the kv key order.
+// shoal_meta holds ('schema_version', N). Open creates both tables if
+// absent and refuses a database whose version is newer than the binary's
+// with an error wrapping meta.ErrNewerFormat (see schema.go for the
+// upgrade rules).
+//
+// # Transactions
+//
+// Reads and writes go to the database as they happen, so the database
+// gives read-your-writes, rollback and ordering; Tx keeps the first error
+// and reports it from every later call and from the transaction. Scan
+// reads pages of 256 rows with
+//
+//	k >= lo AND k < prefixEnd ORDER BY k LIMIT n
+//
+// closing each page's rows before calling fn, so fn may use the tx.
+//
+// Exactly one helper, Store.txn (txn.go), begins, runs fn, commits and
+// retries: on a conflict (SQLite SQLITE_BUSY/SQLITE_LOCKED, PostgreSQL
+// 40001 serialization_failure and 40P01 deadlock_detected, or fn returning
+// kv.ErrConflict) and on an unreachable server it runs fn again with
+// exponential backoff and jitter, for at most Options.RetryTimeout (30 s by
+// default; URL parameter retry_timeout) in total. An unreachable server is
+// then reported as an error wrapping meta.ErrUnavailable; a conflict that
+// never clears as one wrapping kv.ErrConflict. A COMMIT whose connection
+// broke has an unknown outcome, so it is not retried (running fn twice
+// could apply it twice): the caller gets meta.ErrUnavailable at once. View
+// transactions refuse Set and Delete (the transaction then fails).
+//
+// # SQLite
+//
+// One database file in WAL mode with synchronous=NORMAL: a committed
+// transaction is in the WAL and survives a process crash or kill -9; a
+// power failure may lose the last transactions but never corrupts. Write
+// transactions go through a single connection and begin IMMEDIATE, so
+// in-process writers queue in database/sql instead of spinning on
+// SQLITE_BUSY, and two read-then-write transactions cannot deadlock on the
+// lock upgrade. Views use a separate pool of query_only connections and
+// run beside the writer (WAL readers see the snapshot of their first
+// read). Statements are prepared once per connection. Other processes
+// using the same file are handled by busy_timeout and then the retry loop.
+//
+// # PostgreSQL
+//
+// Every transaction is SERIALIZABLE (Views are SERIALIZABLE READ ONLY).
+// REPEATABLE READ with explicit locking was rejected: the seam cannot know
+// which Gets precede a write of the same key (locking all of them with
+// SELECT ... FOR SHARE would serialize readers and still deadlock on the
+// upgrade), and it cannot lock absent keys or ranges, so a Scan that finds
+// a directory empty could race a create into it. Serializable snapshot
+// isolation catches exactly those read-write dependencies, at the cost of
+// occasional false-positive 40001 failures, which the txn helper retries.
+// Writes are INSERT ... ON CONFLICT (k) DO UPDATE. A META-URL may carry
+// libpq parameters (sslmode, search_path to keep several volumes in one
+// database, ...) which pgx passes on.
+//
+// # Import rules
+//
+// sqlkv imports kv, meta (for its sentinel errors) and the SQL drivers;
+// nothing in Shoal imports sqlkv except the META-URL dispatcher (kvopen)
+// and tests.
+package sqlkv

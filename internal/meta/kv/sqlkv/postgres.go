@@ -1,0 +1,152 @@
+package sqlkv
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"shoal/internal/meta"
+)
+
+// PostgreSQL pool bounds: enough connections for a busy mount's parallel
+// operations, few enough to share a server among many mounts.
+const (
+	pgMaxConns    = 16
+	pgIdleConns   = 8
+	pgIdleTimeout = 5 * time.Minute
+)
+
+// schemaLockID is the pg_advisory_xact_lock key serializing schema set-up
+// (CREATE TABLE IF NOT EXISTS can collide when two clients run it at once).
+const schemaLockID = 0x5e0a1_0001
+
+// pgDialect is one PostgreSQL database. All transactions are SERIALIZABLE
+// (see the package doc for why), so a single pool serves Txn and View.
+type pgDialect struct {
+	cfg *pgx.ConnConfig
+}
+
+var _ dialect = (*pgDialect)(nil)
+
+func newPostgres(u *url.URL) (*pgDialect, error) {
+	cfg, err := pgx.ParseConfig(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("sqlkv: malformed postgres META-URL: %w", err)
+	}
+	return &pgDialect{cfg: cfg}, nil
+}
+
+func (d *pgDialect) name() string {
+	return fmt.Sprintf("postgres://%s@%s/%s", d.cfg.User, d.hostPort(), d.cfg.Database)
+}
+
+func (d *pgDialect) hostPort() string {
+	return net.JoinHostPort(d.cfg.Host, strconv.Itoa(int(d.cfg.Port)))
+}
+
+func (d *pgDialect) open(ctx context.Context) (*sql.DB, *sql.DB, error) {
+	db := stdlib.OpenDB(*d.cfg)
+	db.SetMaxOpenConns(pgMaxConns)
+	db.SetMaxIdleConns(pgIdleConns)
+	db.SetConnMaxIdleTime(pgIdleTimeout)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, nil, d.connectError(err)
+	}
+	return db, db, nil
+}
+
+// connectError explains a failed first connection.
+func (d *pgDialect) connectError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "3D000":
+			return fmt.Errorf("sqlkv: PostgreSQL database %q does not exist at %s: create it first (createdb %s): %w", d.cfg.Database, d.hostPort(), d.cfg.Database, err)
+		case "28P01", "28000":
+			return fmt.Errorf("sqlkv: PostgreSQL at %s refused user %q: check the user and password: %w", d.hostPort(), d.cfg.User, err)
+		}
+	}
+	if d.classify(err) == classUnavailable {
+		return fmt.Errorf("sqlkv: cannot connect to PostgreSQL: is the server running at %s? %w (%w)", d.hostPort(), meta.ErrUnavailable, err)
+	}
+	return fmt.Errorf("sqlkv: %s: connect: %w", d.name(), err)
+}
+
+func (d *pgDialect) txOptions(readOnly bool) *sql.TxOptions {
+	return &sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: readOnly}
+}
+
+// classify: 40001 serialization_failure and 40P01 deadlock_detected roll
+// the transaction back; class 08 (connection exception), the 57P0x
+// shutdown codes, too_many_connections and network errors mean the server
+// is (for now) out of reach.
+func (d *pgDialect) classify(err error) errClass {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "40001", pgErr.Code == "40P01":
+			return classConflict
+		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "53300":
+			return classUnavailable
+		}
+		return classFatal
+	}
+	if isNetError(err) || pgconn.SafeToRetry(err) {
+		return classUnavailable
+	}
+	return classFatal
+}
+
+// isNetError reports errors of a connection that broke or never came up.
+func isNetError(err error) bool {
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	return errors.As(err, &netErr) || errors.As(err, &connectErr) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE)
+}
+
+// rebind numbers the placeholders: ? → $1, $2, ... (the queries hold no
+// literal question marks).
+func (d *pgDialect) rebind(query string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// schema: bytea compares bytewise (memcmp), which is the kv key order.
+func (d *pgDialect) schema() []string {
+	return []string{
+		"CREATE TABLE IF NOT EXISTS shoal_meta (name text PRIMARY KEY, value bigint NOT NULL)",
+		"CREATE TABLE IF NOT EXISTS shoal_kv (k bytea PRIMARY KEY, v bytea NOT NULL)",
+	}
+}
+
+func (d *pgDialect) lockSchema(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLockID))
+	return err
+}

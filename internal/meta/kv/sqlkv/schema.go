@@ -1,0 +1,72 @@
+package sqlkv
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
+)
+
+// schemaVersion is the version of the tables this binary reads and
+// writes. It is stored in shoal_meta as ('schema_version', N).
+//
+// Rules: shoal_meta and its schema_version row never change shape. A
+// binary opening a database with a higher version refuses it
+// (meta.ErrNewerFormat); one finding a lower version upgrades it inside
+// setupSchema's transaction before use. Version 1 is the first.
+const schemaVersion = 1
+
+// dialect is what differs between SQL databases. Everything else (the
+// queries, the txn helper, Scan paging) is shared.
+type dialect interface {
+	// name is the scheme and location for logs, without secrets.
+	name() string
+	// open connects, checks the server answers, and returns the pool for
+	// read-write and for read-only transactions (possibly the same).
+	open(ctx context.Context) (wdb, rdb *sql.DB, err error)
+	// txOptions are the options of a Txn (readOnly false) or a View.
+	txOptions(readOnly bool) *sql.TxOptions
+	// classify says whether err is a conflict, a lost server, or final.
+	classify(err error) errClass
+	// rebind turns ? placeholders into the dialect's.
+	rebind(query string) string
+	// schema returns the statements creating the tables if absent, after
+	// serializing concurrent set-ups where the database needs it.
+	schema() []string
+	// lockSchema serializes schema set-up among clients, in tx.
+	lockSchema(ctx context.Context, tx *sql.Tx) error
+}
+
+// setupSchema creates the tables if absent and checks the version. It runs
+// through the txn helper, so it is retried like any transaction.
+func (s *Store) setupSchema(ktx kv.Tx) error {
+	t := ktx.(*tx)
+	if err := s.dialect.lockSchema(t.ctx, t.sqlTx); err != nil {
+		return t.fail(err)
+	}
+	for _, ddl := range s.dialect.schema() {
+		if _, err := t.sqlTx.ExecContext(t.ctx, ddl); err != nil {
+			return t.fail(err)
+		}
+	}
+	var v int64
+	err := t.sqlTx.QueryRowContext(t.ctx, s.dialect.rebind("SELECT value FROM shoal_meta WHERE name = ?"), "schema_version").Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = t.sqlTx.ExecContext(t.ctx, s.dialect.rebind("INSERT INTO shoal_meta (name, value) VALUES (?, ?)"), "schema_version", schemaVersion)
+		if err != nil {
+			return t.fail(err)
+		}
+		return nil
+	case err != nil:
+		return t.fail(err)
+	case v > schemaVersion:
+		return fmt.Errorf("sqlkv: %s: schema version %d is newer than this binary's %d, upgrade Shoal: %w", s.name, v, schemaVersion, meta.ErrNewerFormat)
+	case v < 1:
+		return fmt.Errorf("sqlkv: %s: invalid schema version %d in shoal_meta", s.name, v)
+	}
+	return nil // v == schemaVersion: nothing to upgrade yet
+}

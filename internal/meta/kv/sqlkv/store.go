@@ -1,0 +1,203 @@
+package sqlkv
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"shoal/internal/meta/kv"
+)
+
+// DefaultRetryTimeout bounds how long one Txn or View keeps retrying
+// conflicts and connection failures before it gives up.
+const DefaultRetryTimeout = 30 * time.Second
+
+// retryParam is the META-URL query parameter overriding the retry bound,
+// as a Go duration ("retry_timeout=5s"). It is removed before the URL
+// reaches the database driver.
+const retryParam = "retry_timeout"
+
+// errClosed is returned by Txn and View after Close.
+var errClosed = errors.New("sqlkv: store is closed")
+
+// Options tune a Store. The zero value means the defaults.
+type Options struct {
+	// RetryTimeout bounds the total time one Txn or View spends retrying
+	// (default DefaultRetryTimeout). The URL's retry_timeout wins.
+	RetryTimeout time.Duration
+}
+
+// Store is a kv.Store over one SQL table. It is safe for concurrent use.
+type Store struct {
+	name         string
+	dialect      dialect
+	wdb, rdb     *sql.DB // read-write and read-only pools (may be the same)
+	wstmts       stmts
+	rstmts       stmts
+	retryTimeout time.Duration
+	closed       atomic.Bool
+}
+
+var _ kv.Store = (*Store)(nil)
+
+// Open opens (creating the schema if needed) the store a META-URL names:
+//
+//	sqlite:///abs/path/meta.db      sqlite://relative/path/meta.db
+//	postgres://user:pass@host:port/db?sslmode=disable   (or postgresql://)
+//
+// Errors say what is wrong: a malformed URL, an unknown scheme, a server
+// that does not answer (wrapping meta.ErrUnavailable), a missing
+// database, or a schema written by a newer Shoal (meta.ErrNewerFormat).
+func Open(ctx context.Context, rawURL string) (kv.Store, error) {
+	return OpenOptions(ctx, rawURL, Options{})
+}
+
+// OpenOptions is Open with options.
+func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, error) {
+	u, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{retryTimeout: opts.RetryTimeout}
+	if err := s.takeRetryParam(u); err != nil {
+		return nil, err
+	}
+	if s.dialect, err = newDialect(u); err != nil {
+		return nil, err
+	}
+	s.name = s.dialect.name()
+	if s.wdb, s.rdb, err = s.dialect.open(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.init(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// parseURL parses a META-URL without echoing a password in errors.
+func parseURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("sqlkv: malformed META-URL: %w", err)
+	}
+	return u, nil
+}
+
+// takeRetryParam applies and removes the retry_timeout URL parameter.
+func (s *Store) takeRetryParam(u *url.URL) error {
+	q := u.Query()
+	if v := q.Get(retryParam); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("sqlkv: META-URL %s=%q: want a positive duration such as 30s", retryParam, v)
+		}
+		s.retryTimeout = d
+	}
+	if q.Has(retryParam) {
+		q.Del(retryParam)
+		u.RawQuery = q.Encode()
+	}
+	if s.retryTimeout <= 0 {
+		s.retryTimeout = DefaultRetryTimeout
+	}
+	return nil
+}
+
+// newDialect picks the dialect by the URL scheme.
+func newDialect(u *url.URL) (dialect, error) {
+	switch strings.ToLower(u.Scheme) {
+	case "sqlite", "sqlite3":
+		return newSQLite(u)
+	case "postgres", "postgresql":
+		return newPostgres(u)
+	}
+	return nil, fmt.Errorf("sqlkv: unknown META-URL scheme %q: use sqlite:///PATH or postgres://USER@HOST:PORT/DB", u.Scheme)
+}
+
+// init sets up the schema, then prepares the statements (which need the
+// table to exist).
+func (s *Store) init(ctx context.Context) error {
+	if err := s.txn(ctx, false, s.setupSchema); err != nil {
+		return err
+	}
+	if err := s.prepare(ctx, s.wdb, &s.wstmts); err != nil {
+		return err
+	}
+	if s.rdb == s.wdb {
+		s.rstmts = s.wstmts
+		return nil
+	}
+	return s.prepare(ctx, s.rdb, &s.rstmts)
+}
+
+// queries are the statements, indexed like stmts, with ? placeholders.
+var queries = [numStmts]string{
+	stmtGet:      "SELECT v FROM shoal_kv WHERE k = ?",
+	stmtSet:      "INSERT INTO shoal_kv (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+	stmtDelete:   "DELETE FROM shoal_kv WHERE k = ?",
+	stmtScan:     "SELECT k, v FROM shoal_kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?",
+	stmtScanOpen: "SELECT k, v FROM shoal_kv WHERE k >= ? ORDER BY k LIMIT ?",
+}
+
+func (s *Store) prepare(ctx context.Context, db *sql.DB, st *stmts) error {
+	for i, q := range queries {
+		stmt, err := db.PrepareContext(ctx, s.dialect.rebind(q))
+		if err != nil {
+			return s.wrap("prepare", err)
+		}
+		st[i] = stmt
+	}
+	return nil
+}
+
+// Txn implements kv.Store.
+func (s *Store) Txn(ctx context.Context, fn func(tx kv.Tx) error) error {
+	return s.txn(ctx, false, fn)
+}
+
+// View implements kv.Store.
+func (s *Store) View(ctx context.Context, fn func(tx kv.Tx) error) error {
+	return s.txn(ctx, true, fn)
+}
+
+// Name implements kv.Store: the scheme and location, without a password.
+func (s *Store) Name() string { return s.name }
+
+// Close implements kv.Store. Transactions running in other goroutines
+// fail; later calls return an error.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return errClosed
+	}
+	var errs []error
+	for _, st := range []*stmts{&s.wstmts, &s.rstmts} {
+		for _, stmt := range st {
+			if stmt != nil {
+				errs = append(errs, stmt.Close())
+			}
+		}
+	}
+	for _, db := range []*sql.DB{s.wdb, s.rdb} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+		if s.rdb == s.wdb {
+			break
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sqlkv: %s: close: %w", s.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package sqlkv
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+
+	"shoal/internal/meta/kv"
+)
+
+// scanPage is how many rows one Scan query fetches. Scan reads a page,
+// closes the rows, then calls fn: so fn may use the tx (a PostgreSQL
+// connection runs one query at a time) and memory stays bounded.
+const scanPage = 256
+
+// statement indexes into stmts and tx.bound.
+const (
+	stmtGet = iota
+	stmtSet
+	stmtDelete
+	stmtScan     // k >= lo AND k < hi
+	stmtScanOpen // k >= lo (the prefix has no upper bound)
+	numStmts
+)
+
+// stmts are a database's prepared statements, indexed by stmtGet...
+// database/sql prepares each once per connection and keeps it.
+type stmts [numStmts]*sql.Stmt
+
+// tx is a kv.Tx over one database transaction. Reads and writes go to the
+// database at once, so the database itself provides read-your-writes and
+// ordering. The first error is kept in err and returned by every later
+// call and by the txn helper.
+type tx struct {
+	ctx      context.Context
+	sqlTx    *sql.Tx
+	stmts    *stmts
+	bound    [numStmts]*sql.Stmt // stmts bound to sqlTx, made on first use
+	readOnly bool
+	err      error
+}
+
+var _ kv.Tx = (*tx)(nil)
+
+// stmt returns statement i bound to this transaction.
+func (t *tx) stmt(i int) *sql.Stmt {
+	if t.bound[i] == nil {
+		t.bound[i] = t.sqlTx.StmtContext(t.ctx, t.stmts[i])
+	}
+	return t.bound[i]
+}
+
+// fail keeps the first error.
+func (t *tx) fail(err error) error {
+	if t.err == nil {
+		t.err = err
+	}
+	return t.err
+}
+
+// Get implements kv.Tx.
+func (t *tx) Get(key []byte) ([]byte, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	var v []byte
+	err := t.stmt(stmtGet).QueryRowContext(t.ctx, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	if v == nil {
+		v = []byte{} // present but empty: not the same as absent
+	}
+	return v, nil
+}
+
+// Set implements kv.Tx.
+func (t *tx) Set(key, value []byte) {
+	if value == nil {
+		value = []byte{} // nil would bind as SQL NULL
+	}
+	t.write(stmtSet, key, value)
+}
+
+// Delete implements kv.Tx.
+func (t *tx) Delete(key []byte) { t.write(stmtDelete, key) }
+
+func (t *tx) write(i int, args ...any) {
+	if t.err != nil {
+		return
+	}
+	if t.readOnly {
+		t.fail(errReadOnly)
+		return
+	}
+	if _, err := t.stmt(i).ExecContext(t.ctx, args...); err != nil {
+		t.fail(err)
+	}
+}
+
+// Scan implements kv.Tx. It pages through the range [lo, hi) where lo is
+// prefix+after+0x00 (the least key after prefix+after) or prefix itself,
+// and hi is the least key greater than every key with the prefix.
+func (t *tx) Scan(prefix, after []byte, limit int, fn func(key, value []byte) bool) error {
+	if t.err != nil {
+		return t.err
+	}
+	lo := make([]byte, 0, len(prefix)+len(after)+1) // never nil: nil binds as NULL
+	lo = append(append(lo, prefix...), after...)
+	if len(after) > 0 {
+		lo = append(lo, 0)
+	}
+	hi := prefixEnd(prefix)
+	left := limit
+	if limit <= 0 {
+		left = math.MaxInt
+	}
+	for left > 0 {
+		page, err := t.scanPage(lo, hi, min(left, scanPage))
+		if err != nil {
+			return t.fail(err)
+		}
+		for _, p := range page {
+			if !fn(p.k, p.v) {
+				return nil
+			}
+		}
+		if len(page) < min(left, scanPage) {
+			return nil
+		}
+		left -= len(page)
+		lo = append(append(lo[:0:0], page[len(page)-1].k...), 0)
+	}
+	return nil
+}
+
+// row is one scanned pair.
+type row struct{ k, v []byte }
+
+// scanPage reads up to n rows from lo (inclusive) to hi (exclusive, nil:
+// unbounded), in key order.
+func (t *tx) scanPage(lo, hi []byte, n int) ([]row, error) {
+	var rows *sql.Rows
+	var err error
+	if hi == nil {
+		rows, err = t.stmt(stmtScanOpen).QueryContext(t.ctx, lo, int64(n))
+	} else {
+		rows, err = t.stmt(stmtScan).QueryContext(t.ctx, lo, hi, int64(n))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	page := make([]row, 0, min(n, 16))
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.k, &r.v); err != nil {
+			return nil, err
+		}
+		if r.v == nil {
+			r.v = []byte{}
+		}
+		page = append(page, r)
+	}
+	return page, rows.Err()
+}
+
+// prefixEnd returns the least key greater than every key starting with
+// prefix, or nil if there is none (prefix empty or all 0xff): drop the
+// trailing 0xff bytes and add one to the last byte left.
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
