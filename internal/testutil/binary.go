@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var build struct {
@@ -104,7 +106,16 @@ type Result struct {
 // It fails t only if the binary could not be started.
 func Run(t testing.TB, args ...string) Result {
 	t.Helper()
-	cmd := exec.Command(Binary(t), args...)
+	return RunTimeout(t, 2*time.Minute, args...)
+}
+
+// RunTimeout is Run with a time limit, after which the process is killed
+// (Code is then -1): for commands that might wrongly stay in the foreground.
+func RunTimeout(t testing.TB, limit time.Duration, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, Binary(t), args...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

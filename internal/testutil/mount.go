@@ -22,12 +22,13 @@ const (
 
 var mountSeq atomic.Int64
 
-// Mount is a running `shoal mount` subprocess in the foreground.
+// Mount is a running `shoal mount` (or `shoal up`) subprocess in the
+// foreground.
 type Mount struct {
 	Dir  string   // the mountpoint
 	Log  string   // file holding the mount process's stdout and stderr
-	Vol  *Volume  // the mounted volume
-	Args []string // extra arguments given to `shoal mount`
+	Vol  *Volume  // the mounted volume (nil for StartMount)
+	Args []string // the full shoal command line, without the binary
 
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
@@ -46,14 +47,19 @@ func (v *Volume) Mount(t testing.TB, extraArgs ...string) *Mount {
 // MountAt is Mount on another mountpoint, which must exist.
 func (v *Volume) MountAt(t testing.TB, dir string, extraArgs ...string) *Mount {
 	t.Helper()
+	args := append([]string{"mount", v.MetaURL, dir}, extraArgs...)
+	m := StartMount(t, dir, filepath.Join(v.Dir, fmt.Sprintf("mount-%d.log", mountSeq.Add(1))), args...)
+	m.Vol = v
+	return m
+}
+
+// StartMount runs `shoal args...`, a command expected to mount dir and stay
+// in the foreground, logging to logFile, and returns once dir is mounted.
+// A t.Cleanup unmounts it.
+func StartMount(t testing.TB, dir, logFile string, args ...string) *Mount {
+	t.Helper()
 	RequireFUSE(t)
-	m := &Mount{
-		Dir:  dir,
-		Log:  filepath.Join(v.Dir, fmt.Sprintf("mount-%d.log", mountSeq.Add(1))),
-		Vol:  v,
-		Args: extraArgs,
-		done: make(chan struct{}),
-	}
+	m := &Mount{Dir: dir, Log: logFile, Args: args, done: make(chan struct{})}
 	if err := m.start(t); err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +84,7 @@ func (m *Mount) start(t testing.TB) error {
 		return err
 	}
 	defer logf.Close()
-	args := append([]string{"mount", m.Vol.MetaURL, m.Dir}, m.Args...)
-	m.cmd = exec.Command(Binary(t), args...)
+	m.cmd = exec.Command(Binary(t), m.Args...)
 	m.cmd.Stdout, m.cmd.Stderr = logf, logf
 	// Own process group, so a ^C to `go test` reaches the mount only
 	// through our cleanup; SIGTERM if the test process dies first.
@@ -170,11 +175,13 @@ func (m *Mount) umountCmd(t testing.TB) error {
 	return nil
 }
 
-// Remount unmounts m and mounts its volume again with the same arguments.
+// Remount unmounts m and runs the same command again.
 func (m *Mount) Remount(t testing.TB) *Mount {
 	t.Helper()
 	m.Unmount(t)
-	return m.Vol.MountAt(t, m.Dir, m.Args...)
+	n := StartMount(t, m.Dir, fmt.Sprintf("%s.%d", m.Log, mountSeq.Add(1)), m.Args...)
+	n.Vol = m.Vol
+	return n
 }
 
 // Kill9 kills the mount process with SIGKILL, as a crash would, then

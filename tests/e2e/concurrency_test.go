@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+
+	"shoal/internal/testutil"
+)
+
+// TestConcurrentWriters runs goroutines and separate processes at once,
+// each writing its own file while re-reading what it wrote, while other
+// goroutines read the finished files of earlier rounds.
+func TestConcurrentWriters(t *testing.T) {
+	m := mountFresh(t)
+	const (
+		goroutines = 4
+		processes  = 3
+		size       = 6<<20 + 4097
+	)
+	ok(t, os.Mkdir(m.Path("g"), 0o755), "mkdir")
+	ok(t, os.Mkdir(m.Path("p"), 0o755), "mkdir")
+	// Files the readers check while the writers run.
+	for i := 0; i < 2; i++ {
+		writeFile(t, m.Path(fmt.Sprintf("stable%d", i)), randBytes(uint64(900+i), size), 0o644)
+	}
+
+	var procs []*exec.Cmd
+	for i := 0; i < processes; i++ {
+		cmd := testutil.HelperCmd(t, nil, "writer", m.Path("p", strconv.Itoa(i)), strconv.Itoa(size), strconv.Itoa(100+i))
+		cmd.Stderr = os.Stderr
+		ok(t, cmd.Start(), "start writer process")
+		procs = append(procs, cmd)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines+2)
+	for i := 0; i < goroutines; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- writeAndVerify(m.Path("g", strconv.Itoa(i)), randBytes(uint64(200+i), size), 32<<10)
+		}()
+	}
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			errs <- rereadUntil(m.Path(fmt.Sprintf("stable%d", i)), randBytes(uint64(900+i), size), stop)
+		}()
+	}
+	for i, cmd := range procs {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("writer process %d: %v", i, err)
+		}
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	m = m.Remount(t)
+	for i := 0; i < processes; i++ {
+		wantContent(t, m.Path("p", strconv.Itoa(i)), randBytes(uint64(100+i), size))
+	}
+	for i := 0; i < goroutines; i++ {
+		wantContent(t, m.Path("g", strconv.Itoa(i)), randBytes(uint64(200+i), size))
+	}
+}
+
+// rereadUntil reads path in full again and again until stop closes, and
+// reports the first read that differs from want.
+func rereadUntil(path string, want []byte, stop <-chan struct{}) error {
+	for n := 0; ; n++ {
+		select {
+		case <-stop:
+			if n == 0 {
+				return fmt.Errorf("%s: never read", path)
+			}
+			return nil
+		default:
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if string(got) != string(want) {
+			return fmt.Errorf("%s: read %d while writers ran: %s", path, n, diffSummary(got, want))
+		}
+	}
+}
+
+// TestConcurrentCreates creates and removes files in one directory from
+// many goroutines; the directory must end with exactly the survivors.
+func TestConcurrentCreates(t *testing.T) {
+	m := mountFresh(t)
+	dir := m.Path("d")
+	ok(t, os.Mkdir(dir, 0o755), "mkdir")
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				p := fmt.Sprintf("%s/w%d-%d", dir, w, i)
+				if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+					errs <- err
+					return
+				}
+				if i%2 == 1 {
+					if err := os.Remove(p); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	want := map[string]bool{}
+	for w := 0; w < 8; w++ {
+		for i := 0; i < 200; i += 2 {
+			want[fmt.Sprintf("w%d-%d", w, i)] = false
+		}
+	}
+	checkListing(t, dir, want)
+}
