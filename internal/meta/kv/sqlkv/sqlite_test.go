@@ -10,7 +10,7 @@ import (
 )
 
 // openSQLite opens a store on a fresh database file in t's temp dir.
-func openSQLite(t *testing.T) kv.Store {
+func openSQLite(t testing.TB) kv.Store {
 	t.Helper()
 	s, err := Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
@@ -20,5 +20,5 @@ func openSQLite(t *testing.T) kv.Store {
 }
 
 func TestSQLiteConformance(t *testing.T) {
-	kvtest.Run(t, openSQLite)
+	kvtest.Run(t, func(t *testing.T) kv.Store { return openSQLite(t) })
 }

@@ -129,7 +129,9 @@ func giveUp(name string, class errClass, attempts int, last error) error {
 	if class == classUnavailable {
 		return fmt.Errorf("sqlkv: %s: %w after %d attempts: %w", name, meta.ErrUnavailable, attempts, last)
 	}
-	return fmt.Errorf("sqlkv: %s: still conflicting after %d attempts: %w (%w)", name, attempts, kv.ErrConflict, last)
+	// A lock nobody releases (another process stuck in a transaction)
+	// makes the store as unusable as a dead server.
+	return fmt.Errorf("sqlkv: %s: %w: still conflicting after %d attempts: %w (%w)", name, meta.ErrUnavailable, attempts, kv.ErrConflict, last)
 }
 
 // backoff returns the delay before retry number attempt+1: exponential
