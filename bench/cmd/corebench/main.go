@@ -1,0 +1,54 @@
+// Command corebench is the measuring helper of bench/core.sh, the issue-2
+// speed benchmark. Each subcommand runs one timed phase against a directory
+// and prints "metric value" lines; `report` turns the collected results into
+// the table of medians and ratios. A compiled helper keeps the cost of the
+// loop itself (a shell's fork per file) out of the numbers.
+//
+//	corebench meta DIR N          create, stat and unlink N empty files (seconds)
+//	corebench hugedir DIR N       create N files, readdir, stat each (seconds)
+//	corebench write FILE MIB      sequential write in 1 MiB pieces + fsync (MiB/s)
+//	corebench read FILE           sequential read in 1 MiB pieces (MiB/s)
+//	corebench rss PID             the process's peak RSS, VmHWM (KiB)
+//	corebench report RESULTS      median table and verdicts from "target metric value" lines
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "corebench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) < 2 {
+		return fmt.Errorf("usage: corebench meta|hugedir|write|read|rss|report ARGS (see the source)")
+	}
+	num := func(i int) int {
+		if i >= len(args) {
+			return 0
+		}
+		n, _ := strconv.Atoi(args[i])
+		return n
+	}
+	switch args[0] {
+	case "meta":
+		return meta(args[1], num(2))
+	case "hugedir":
+		return hugedir(args[1], num(2))
+	case "write":
+		return write(args[1], num(2))
+	case "read":
+		return read(args[1])
+	case "rss":
+		return rss(num(1))
+	case "report":
+		return report(args[1])
+	}
+	return fmt.Errorf("unknown subcommand %q", args[0])
+}
