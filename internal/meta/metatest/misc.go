@@ -1,0 +1,192 @@
+package metatest
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"syscall"
+	"testing"
+
+	"shoal/internal/meta"
+)
+
+func testXattr(t *testing.T, newEngine Factory) {
+	v := open(t, newEngine)
+	f := v.file(meta.RootIno, "f")
+	_, err := v.e.Getxattr(v.ctx, f.Ino, "user.a")
+	v.wantErrno(err, syscall.ENODATA, "get unset")
+	v.wantErrno(v.e.Removexattr(v.ctx, f.Ino, "user.a"), syscall.ENODATA, "remove unset")
+	v.wantErrno(v.e.Setxattr(v.ctx, f.Ino, "user.a", []byte("x"), meta.XattrReplace), syscall.ENODATA, "replace unset")
+	before := v.attr(f.Ino)
+	v.check(v.e.Setxattr(v.ctx, f.Ino, "user.a", []byte("one"), meta.XattrCreate), "create")
+	if v.attr(f.Ino).Ctime < before.Ctime {
+		t.Fatal("setxattr did not touch ctime")
+	}
+	v.wantErrno(v.e.Setxattr(v.ctx, f.Ino, "user.a", []byte("x"), meta.XattrCreate), syscall.EEXIST, "create set")
+	v.check(v.e.Setxattr(v.ctx, f.Ino, "user.a", []byte("two"), meta.XattrReplace), "replace")
+	v.check(v.e.Setxattr(v.ctx, f.Ino, "user.b", nil, 0), "set empty value")
+	v.check(v.e.Setxattr(v.ctx, f.Ino, "user.c", bytes.Repeat([]byte{0xff}, meta.MaxXattrValue), 0), "set max value")
+	v.wantErrno(v.e.Setxattr(v.ctx, f.Ino, "user.d", make([]byte, meta.MaxXattrValue+1), 0), syscall.E2BIG, "oversized value")
+	got, err := v.e.Getxattr(v.ctx, f.Ino, "user.a")
+	v.check(err, "get")
+	if string(got) != "two" {
+		t.Fatalf("value %q", got)
+	}
+	if got, err := v.e.Getxattr(v.ctx, f.Ino, "user.b"); err != nil || len(got) != 0 {
+		t.Fatalf("empty value: %q %v", got, err)
+	}
+	names, err := v.e.Listxattr(v.ctx, f.Ino)
+	v.check(err, "list")
+	sort.Strings(names)
+	if !slices.Equal(names, []string{"user.a", "user.b", "user.c"}) {
+		t.Fatalf("names %v", names)
+	}
+	v.check(v.e.Removexattr(v.ctx, f.Ino, "user.a"), "remove")
+	_, err = v.e.Getxattr(v.ctx, f.Ino, "user.a")
+	v.wantErrno(err, syscall.ENODATA, "get removed")
+	_, err = v.e.Getxattr(v.ctx, 9999999, "user.a")
+	v.wantErrno(err, syscall.ENOENT, "get on missing inode")
+	_, err = v.e.Listxattr(v.ctx, 9999999)
+	v.wantErrno(err, syscall.ENOENT, "list on missing inode")
+
+	v.chown(f.Ino, alice, 0o644)
+	v.wantErrno(v.e.Setxattr(v.as(carol), f.Ino, "user.z", []byte("x"), 0), syscall.EACCES, "set without write access")
+	if _, err := v.e.Getxattr(v.as(carol), f.Ino, "user.b"); err != nil {
+		t.Fatalf("get with read access: %v", err)
+	}
+	v.wantErrno(v.e.Setxattr(v.as(alice), f.Ino, "trusted.z", []byte("x"), 0), syscall.EPERM, "trusted namespace as non-root")
+	v.check(v.e.Setxattr(v.ctx, f.Ino, "trusted.z", []byte("x"), 0), "trusted namespace as root")
+
+	// Xattrs go with the inode.
+	_, err = v.e.Unlink(v.ctx, meta.RootIno, "f")
+	v.check(err, "unlink")
+	v.check(v.e.Purge(v.ctx, f.Ino), "purge")
+	g := v.file(meta.RootIno, "g")
+	if names, _ := v.e.Listxattr(v.ctx, g.Ino); len(names) != 0 {
+		t.Fatalf("fresh inode has xattrs %v", names)
+	}
+}
+
+func testStatfs(t *testing.T, newEngine Factory) {
+	e := newEngine(t)
+	defer e.Close()
+	v := &env{t: t, e: e, ctx: t.Context()}
+	v.check(e.Format(v.ctx, meta.Format{Name: "s", Capacity: 1 << 30, Inodes: 500}, false), "format")
+	st, err := e.Statfs(v.ctx)
+	v.check(err, "statfs")
+	if st.TotalSpace != 1<<30 || st.TotalInodes != 500 || st.UsedInodes != 1 {
+		t.Fatalf("fresh statfs %+v", st)
+	}
+	f := v.file(meta.RootIno, "f")
+	v.dir(meta.RootIno, "d")
+	v.write(f.Ino, 0, 10000)
+	st, err = e.Statfs(v.ctx)
+	v.check(err, "statfs")
+	if st.UsedInodes != 3 || st.UsedSpace < 10000 {
+		t.Fatalf("statfs after writes %+v", st)
+	}
+	_, err = e.Unlink(v.ctx, meta.RootIno, "f")
+	v.check(err, "unlink")
+	v.check(e.Purge(v.ctx, f.Ino), "purge")
+	st, err = e.Statfs(v.ctx)
+	v.check(err, "statfs")
+	if st.UsedInodes != 2 || st.UsedSpace != 0 {
+		t.Fatalf("statfs after purge %+v", st)
+	}
+}
+
+func testReaddirPaging(t *testing.T, newEngine Factory) {
+	v := open(t, newEngine)
+	d := v.dir(meta.RootIno, "big")
+	const n = 10000
+	want := make([]string, 0, n)
+	for i := range n {
+		name := fmt.Sprintf("f%05d-%x", (i*7919)%n, i)
+		v.file(d.Ino, name)
+		want = append(want, name)
+	}
+	sort.Strings(want)
+	for _, limit := range []int{1, 7, 100, 1000} {
+		var got []string
+		after := ""
+		for calls := 0; ; calls++ {
+			if calls > n+1 {
+				t.Fatalf("limit %d: readdir does not terminate", limit)
+			}
+			ents, err := v.e.Readdir(v.ctx, d.Ino, after, limit, limit == 100)
+			v.check(err, "readdir page")
+			if len(ents) > limit {
+				t.Fatalf("limit %d: page of %d", limit, len(ents))
+			}
+			if len(ents) == 0 {
+				break
+			}
+			for _, de := range ents {
+				got = append(got, de.Name)
+			}
+			after = ents[len(ents)-1].Name
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("limit %d: %d entries, want %d (sorted, no dups)", limit, len(got), len(want))
+		}
+		if limit == 1 {
+			break // one full pass at limit 1 is slow enough
+		}
+	}
+}
+
+func testConcurrency(t *testing.T, newEngine Factory) {
+	v := open(t, newEngine)
+	d := v.dir(meta.RootIno, "d")
+	const workers, perWorker = 8, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- concurrentWorker(v, d.Ino, w, perWorker)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := v.names(d.Ino)
+	if len(names) != workers*perWorker {
+		t.Fatalf("%d entries, want %d", len(names), workers*perWorker)
+	}
+	for _, name := range names {
+		if name[0] != 'r' {
+			t.Fatalf("entry %q was not renamed", name)
+		}
+	}
+	if a := v.attr(d.Ino); a.Nlink != 2+workers*perWorker/2 {
+		t.Fatalf("nlink %d, want %d", a.Nlink, 2+workers*perWorker/2)
+	}
+}
+
+// concurrentWorker creates files and directories under distinct names in
+// dir, renaming each right after creating it.
+func concurrentWorker(v *env, dir meta.Ino, w, n int) error {
+	for i := range n {
+		name := fmt.Sprintf("c-%d-%d", w, i)
+		typ := meta.TypeFile
+		if i%2 == 1 {
+			typ = meta.TypeDir
+		}
+		if _, err := v.e.Mknod(v.ctx, meta.MknodRequest{Parent: dir, Name: name, Type: typ, Mode: 0o644, Exclusive: true}); err != nil {
+			return fmt.Errorf("create %s: %w", name, err)
+		}
+		req := meta.RenameRequest{OldParent: dir, OldName: name, NewParent: dir, NewName: "r" + name}
+		if _, err := v.e.Rename(v.ctx, req); err != nil {
+			return fmt.Errorf("rename %s: %w", name, err)
+		}
+	}
+	return nil
+}
