@@ -1,0 +1,73 @@
+package s3store
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseURL(t *testing.T) {
+	t.Setenv("SHOAL_S3_ACCESS_KEY", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	cases := []struct {
+		url  string
+		want Config
+	}{
+		{"http://127.0.0.1:9000/bucket", Config{Endpoint: "127.0.0.1:9000", Bucket: "bucket"}},
+		{"http://127.0.0.1:9000/bucket/", Config{Endpoint: "127.0.0.1:9000", Bucket: "bucket"}},
+		{"https://minio.local/b/vol/one", Config{Endpoint: "minio.local", Secure: true, Bucket: "b", Prefix: "vol/one/"}},
+		{"http://k:s@127.0.0.1:9000/b?region=r1", Config{Endpoint: "127.0.0.1:9000", Bucket: "b", Region: "r1", AccessKey: "k", SecretKey: "s"}},
+		{"https://bkt.s3.eu-west-1.amazonaws.com", Config{Endpoint: "s3.eu-west-1.amazonaws.com", Secure: true, Bucket: "bkt", Region: "eu-west-1", VirtualHost: true}},
+		{"https://bkt.s3.amazonaws.com/p", Config{Endpoint: "s3.amazonaws.com", Secure: true, Bucket: "bkt", Prefix: "p/", VirtualHost: true}},
+		{"https://bkt.s3-us-west-2.amazonaws.com", Config{Endpoint: "s3-us-west-2.amazonaws.com", Secure: true, Bucket: "bkt", Region: "us-west-2", VirtualHost: true}},
+		{"s3://bkt/dir", Config{Endpoint: "s3.amazonaws.com", Secure: true, Bucket: "bkt", Prefix: "dir/", VirtualHost: true}},
+		{"http://host:9000/b?style=virtual", Config{Endpoint: "host:9000", Bucket: "b", VirtualHost: true}},
+	}
+	for _, c := range cases {
+		got, err := ParseURL(c.url)
+		if err != nil {
+			t.Errorf("ParseURL(%q): %v", c.url, err)
+			continue
+		}
+		if got != c.want {
+			t.Errorf("ParseURL(%q)\n got  %+v\n want %+v", c.url, got, c.want)
+		}
+	}
+}
+
+func TestParseURLErrors(t *testing.T) {
+	for _, u := range []string{"ftp://x/b", "http://127.0.0.1:9000", "http:///b", "http://h/b?nope=1", "http://h/b?style=odd", "s3:///x"} {
+		if _, err := ParseURL(u); err == nil {
+			t.Errorf("ParseURL(%q) succeeded", u)
+		}
+	}
+	_, err := ParseURL("http://key:supersecret@h/b?bad=1")
+	if err == nil || strings.Contains(err.Error(), "supersecret") {
+		t.Errorf("error leaks the secret or is nil: %v", err)
+	}
+}
+
+func TestCredentialsFromEnv(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "aws-ak")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "aws-sk")
+	t.Setenv("AWS_SESSION_TOKEN", "tok")
+	t.Setenv("SHOAL_S3_ACCESS_KEY", "")
+	c, _ := ParseURL("http://h/b")
+	if c.AccessKey != "aws-ak" || c.SecretKey != "aws-sk" || c.SessionToken != "tok" {
+		t.Fatalf("AWS env: %+v", c)
+	}
+	t.Setenv("SHOAL_S3_ACCESS_KEY", "shoal-ak")
+	t.Setenv("SHOAL_S3_SECRET_KEY", "shoal-sk")
+	c, _ = ParseURL("http://h/b")
+	if c.AccessKey != "shoal-ak" || c.SecretKey != "shoal-sk" || c.SessionToken != "" {
+		t.Fatalf("SHOAL env: %+v", c)
+	}
+	c, _ = ParseURL("http://u:p@h/b")
+	if c.AccessKey != "u" || c.SecretKey != "p" {
+		t.Fatalf("URL user info: %+v", c)
+	}
+	if strings.Contains(c.String(), "p@") || strings.Contains(c.String(), ":p") {
+		t.Fatalf("String shows the secret: %s", c)
+	}
+}

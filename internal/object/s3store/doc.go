@@ -1,0 +1,50 @@
+// Package s3store is the object.Store for S3-compatible services (AWS S3,
+// MinIO, Ceph RGW, SeaweedFS, Garage, ...), built on minio-go.
+//
+// # Bucket URLs
+//
+// A store is named by one URL (see ParseURL):
+//
+//	http://127.0.0.1:9000/bucket            path-style, any S3-compatible server
+//	http://127.0.0.1:9000/bucket/some/dir   the same, keys under "some/dir/"
+//	https://bucket.s3.eu-west-1.amazonaws.com[/dir]   AWS virtual-host style
+//	https://bucket.s3.amazonaws.com                   AWS, region looked up
+//	s3://bucket[/dir]                                 AWS, https, region from AWS_REGION or looked up
+//	https://host/bucket?style=virtual&region=r        bucket addressed as bucket.host
+//
+// Query parameters: region=<name> sets the signing region; style=path or
+// style=virtual forces the addressing style. Credentials come, first found
+// first, from Config fields set by the caller (command-line flags), the
+// URL's user info (http://KEY:SECRET@host/bucket — avoid in stored
+// configuration), SHOAL_S3_ACCESS_KEY/SHOAL_S3_SECRET_KEY, or
+// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN). With none,
+// requests are anonymous. String() never shows credentials.
+//
+// # Requests, timeouts and retries
+//
+// Each Store call is one S3 request (Get: GetObject with a Range header;
+// Put: one PutObject, a single PUT for bodies up to 16 MiB; Head:
+// HeadObject; Delete: DeleteObject; List: ListObjectsV2 with prefix and
+// start-after, paged by up to 1000 keys). Every call is bounded by
+// Config.Timeout (default 60 s), which for Get covers reading the body and
+// ends at Close. Inside that bound minio-go retries network errors and
+// 5xx/408/429 answers up to Config.MaxRetries times (default 3, backoff
+// 200 ms doubling, capped at 1 s); it needs to replay the body, so Put reads
+// bodies up to 16 MiB into memory first, which also means a body reader
+// that fails is noticed before anything is sent. Retries over longer
+// outages belong to object.WithRetry above this store.
+//
+// Error mapping: NoSuchKey → object.ErrNotExist; other 4xx answers (bad
+// credentials, missing bucket, access denied) are marked object.Permanent
+// so retry wrappers give up at once. Check turns the common setup mistakes
+// into messages that say what is wrong.
+//
+// # Consistency
+//
+// Shoal relies on read-after-write consistency for new objects and for
+// overwrites (AWS S3 and MinIO give both); blocks are immutable anyway.
+// A Put that fails leaves nothing new visible: S3 stores an object only
+// when the whole request body arrived.
+//
+// Import rules: s3store imports object, minio-go and the standard library.
+package s3store
