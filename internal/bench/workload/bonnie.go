@@ -100,9 +100,6 @@ func (w *Bonnie) smallFiles(c *Client, kind string, order []int64, rng *rand.Ran
 	n := int64(w.Files)
 	buf := make([]byte, 64<<10)
 	c.Phase(Phase{Name: kind + " create", Unit: UnitOps, Total: n}, func(m *Meter) error {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return err
-		}
 		if err := fs.mkdirs(); err != nil {
 			return err
 		}
@@ -118,10 +115,7 @@ func (w *Bonnie) smallFiles(c *Client, kind string, order []int64, rng *rand.Ran
 		if err := fs.each(order, func(i int) error { return fs.remove(m, i) }); err != nil {
 			return err
 		}
-		if err := fs.rmdirs(); err != nil {
-			return err
-		}
-		return os.Remove(dir)
+		return fs.rmdirs()
 	})
 }
 

@@ -114,3 +114,12 @@ func (m *Meter) snapshotCounts() map[string]int64 {
 	}
 	return out
 }
+
+// Fail marks the client as failed in phase before it runs: all its phases
+// are then skipped, and record err. The runner uses it when it cannot
+// prepare the client's directory.
+func (c *Client) Fail(phase string, err error) {
+	if c.err == nil {
+		c.err, c.errPhase = err, phase
+	}
+}

@@ -10,12 +10,16 @@ import (
 	"shoal/internal/bench/pattern"
 )
 
-// Hooks are the runner's callbacks around phases. Both are optional.
+// Hooks are the runner's callbacks around phases. All are optional; they
+// run with the group's lock held, once per phase.
 type Hooks struct {
 	// BeforePhase runs once per phase after every client has arrived and
 	// before the clock starts. For a Cold phase it should drop the page
 	// cache and return true if it did.
 	BeforePhase func(p Phase) (cold bool)
+	// AfterPhase runs once the last client has finished phase p, with the
+	// phase's measure.
+	AfterPhase func(p Phase, m Measure)
 }
 
 // Group runs the clients of one run in lock-step, phase by phase, and
@@ -127,5 +131,8 @@ func (g *Group) leave(m *Meter, err error, index int) {
 	if g.finished == g.clients {
 		g.cur.Elapsed = g.end.Sub(g.start)
 		g.measures = append(g.measures, g.cur)
+		if g.hooks.AfterPhase != nil {
+			g.hooks.AfterPhase(*g.phase.Load(), g.cur)
+		}
 	}
 }

@@ -32,7 +32,7 @@ func (w *HugeDir) Run(c *Client) {
 	fs := newFileSet(c, dir, w.Entries, 0, 0, 0, 4<<20, nil)
 	n := int64(w.Entries)
 	c.Phase(Phase{Name: "create", Unit: UnitOps, Total: n}, func(m *Meter) error {
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		if err := fs.mkdirs(); err != nil {
 			return err
 		}
 		return fs.each(nil, func(i int) error { return fs.create(m, i) })
@@ -47,7 +47,7 @@ func (w *HugeDir) Run(c *Client) {
 		if err := fs.each(nil, func(i int) error { return fs.remove(m, i) }); err != nil {
 			return err
 		}
-		return os.Remove(dir)
+		return fs.rmdirs()
 	})
 }
 

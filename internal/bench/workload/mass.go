@@ -3,7 +3,6 @@ package workload
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 )
 
@@ -59,7 +58,7 @@ func (w *Mass) Run(c *Client) {
 			verb = "read "
 		}
 		c.Phase(Phase{Name: "create " + set.name, Unit: UnitOps, Total: n}, func(m *Meter) error {
-			if err := os.Mkdir(set.fs.dirs[0], 0o755); err != nil {
+			if err := set.fs.mkdirs(); err != nil {
 				return err
 			}
 			return set.fs.each(nil, func(i int) error { return set.fs.create(m, i) })
@@ -71,7 +70,7 @@ func (w *Mass) Run(c *Client) {
 			if err := set.fs.each(nil, func(i int) error { return set.fs.remove(m, i) }); err != nil {
 				return err
 			}
-			return os.Remove(set.fs.dirs[0])
+			return set.fs.rmdirs()
 		})
 	}
 }

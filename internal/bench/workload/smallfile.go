@@ -12,7 +12,8 @@ import (
 // file tests, mass creation and the huge directory.
 type fileSet struct {
 	c     *Client
-	dirs  []string
+	root  string   // directory holding the set, made by mkdirs
+	dirs  []string // directories holding the files: root or its subdirectories
 	names []string // file paths
 	sizes []int64
 	base  int // key base, to keep sets apart
@@ -21,7 +22,7 @@ type fileSet struct {
 // newFileSet names n files in ndirs subdirectories of dir (ndirs 0: dir
 // itself), sized uniformly in [lo, hi].
 func newFileSet(c *Client, dir string, n, ndirs int, lo, hi int64, base int, rng *rand.Rand) *fileSet {
-	fs := &fileSet{c: c, base: base}
+	fs := &fileSet{c: c, root: dir, base: base}
 	if ndirs <= 0 {
 		fs.dirs = []string{dir}
 	}
@@ -40,13 +41,16 @@ func newFileSet(c *Client, dir string, n, ndirs int, lo, hi int64, base int, rng
 	return fs
 }
 
-// mkdirs creates the subdirectories (not the client directory itself).
+// mkdirs creates the root directory and the subdirectories.
 func (fs *fileSet) mkdirs() error {
+	if err := os.Mkdir(fs.root, 0o755); err != nil {
+		return err
+	}
 	for _, d := range fs.dirs {
-		if d == fs.c.Dir {
+		if d == fs.root {
 			continue
 		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.Mkdir(d, 0o755); err != nil {
 			return err
 		}
 	}
@@ -146,15 +150,15 @@ func (fs *fileSet) each(order []int64, op func(i int) error) error {
 	return nil
 }
 
-// rmdirs removes the subdirectories, which must be empty.
+// rmdirs removes the subdirectories and the root, which must be empty.
 func (fs *fileSet) rmdirs() error {
 	for _, d := range fs.dirs {
-		if d == fs.c.Dir {
+		if d == fs.root {
 			continue
 		}
 		if err := os.Remove(d); err != nil {
 			return err
 		}
 	}
-	return nil
+	return os.Remove(fs.root)
 }
