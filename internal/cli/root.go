@@ -41,6 +41,11 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		return withCode(ExitUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
 	root.AddCommand(
+		newUpCmd(),
+		newFormatCmd(),
+		newMountCmd(),
+		newUmountCmd(),
+		newStatusCmd(),
 		newBenchCmd(),
 	)
 	return root

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"shoal/internal/volume"
+)
+
+func newFormatCmd() *cobra.Command {
+	var o volume.FormatOptions
+	var blockSize, capacity int64
+	cmd := &cobra.Command{
+		Use:   "format META-URL",
+		Short: "Create a volume: its settings in the metadata engine, its data in an object store",
+		Long: `Create a volume. META-URL names the metadata engine:
+  sqlite:///var/lib/shoal/meta.db     embedded SQLite (one machine)
+The object store is a local directory (--storage file --bucket DIR; with SQLite
+it defaults to an "objects" directory beside the database).
+
+format checks that the object store is reachable and writable before it
+writes anything, and refuses to overwrite an existing volume unless --force.`,
+		Example: `  shoal format sqlite:///var/lib/shoal/meta.db
+  shoal format sqlite:///srv/meta.db --storage file --bucket /srv/objects --block-size 1M`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.BlockSize, o.Capacity = int(blockSize), uint64(capacity)
+			f, err := volume.Format(cmd.Context(), args[0], o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "formatted volume %q (uuid %s)\n  metadata: %s\n  data:     %s %s (blocks of %s)\nmount it with: shoal mount %s MOUNTPOINT\n",
+				f.Name, f.UUID, args[0], f.Storage, f.Bucket, humanBytes(int64(f.BlockSize)), args[0])
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Name, "name", "", "volume name (default \"shoal\")")
+	fl.StringVar(&o.Storage, "storage", "file", "object store kind: file")
+	fl.StringVar(&o.Bucket, "bucket", "", "object store location: a directory for file storage")
+	fl.Var(sizeFlag{&blockSize}, "block-size", "bytes per block object, 4K to 4M (default 4M)")
+	fl.Var(sizeFlag{&capacity}, "capacity", "space quota of the volume, e.g. 100G (default unlimited)")
+	fl.Uint64Var(&o.Inodes, "inodes", 0, "inode quota of the volume (default unlimited)")
+	fl.BoolVar(&o.Force, "force", false, "replace the settings of an existing volume (its files are kept)")
+	return cmd
+}
+
+// exactArgs is cobra.ExactArgs with a usage exit code.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return withCode(ExitUsage, fmt.Errorf("%s takes %d argument(s), got %d (usage: %s)", cmd.Name(), n, len(args), cmd.UseLine()))
+		}
+		return nil
+	}
+}
+
+// humanBytes formats a byte count with a binary unit.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"shoal/internal/data"
+	"shoal/internal/fusefs"
+	"shoal/internal/volume"
+)
+
+// mountOptions are the flags of mount and up.
+type mountOptions struct {
+	background      bool
+	attrTimeout     time.Duration
+	entryTimeout    time.Duration
+	negativeTimeout time.Duration
+	allowOther      bool
+	debug           bool
+	logFile         string
+	bufferSize      int64
+	cacheSize       int64
+}
+
+func (o *mountOptions) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.BoolVarP(&o.background, "background", "d", false, "run in the background; return once the mount is ready")
+	fl.DurationVar(&o.attrTimeout, "attr-timeout", time.Second, "how long the kernel caches file attributes")
+	fl.DurationVar(&o.entryTimeout, "entry-timeout", time.Second, "how long the kernel caches names (bounds how late other mounts' renames and deletes are seen)")
+	fl.DurationVar(&o.negativeTimeout, "negative-timeout", time.Second, "how long the kernel caches names that do not exist (0 = not cached)")
+	fl.BoolVar(&o.allowOther, "allow-other", true, "let users other than the one who mounted use the mount (permissions still apply)")
+	fl.BoolVar(&o.debug, "debug", false, "log every FUSE request")
+	fl.StringVar(&o.logFile, "log", "", "log file (default: stderr, or a file in the temp dir with --background)")
+	o.bufferSize, o.cacheSize = 256<<20, 256<<20
+	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
+	fl.Var(sizeFlag{&o.cacheSize}, "cache-size", "in-memory read cache of blocks")
+}
+
+func newMountCmd() *cobra.Command {
+	var o mountOptions
+	cmd := &cobra.Command{
+		Use:   "mount META-URL MOUNTPOINT",
+		Short: "Mount a volume (foreground until unmounted, or --background)",
+		Long: `Mount the volume whose metadata engine META-URL names at MOUNTPOINT.
+
+In the foreground (the default) the command serves the mount until it is
+unmounted ('shoal umount MOUNTPOINT') or it receives SIGINT or SIGTERM, which
+flush every buffered write and unmount. With --background it returns once the
+mount is ready and logs to a file.`,
+		Example: `  shoal mount sqlite:///var/lib/shoal/meta.db /mnt/shoal
+  shoal mount sqlite:///var/lib/shoal/meta.db /mnt/shoal --background --entry-timeout 0`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMount(cmd.Context(), args[0], args[1], o, cmd.OutOrStdout())
+		},
+	}
+	o.register(cmd)
+	return cmd
+}
+
+// runMount mounts and serves, or starts a background child that does.
+func runMount(ctx context.Context, metaURL, mp string, o mountOptions, out io.Writer) error {
+	abs, err := checkMountpoint(mp)
+	if err != nil {
+		return err
+	}
+	if err := checkFUSE(); err != nil {
+		return err
+	}
+	ready := readyFromEnv()
+	if o.background && ready == nil {
+		return daemonize(abs, o, out)
+	}
+	err = serve(ctx, metaURL, abs, o, ready)
+	if err != nil && ready != nil {
+		ready.fail(err)
+	}
+	return err
+}
+
+// serve runs the mount in this process until it is unmounted.
+func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *readyPipe) error {
+	logger, closeLog, err := openLogger(o.logFile, o.debug)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	vol, err := volume.Open(ctx, metaURL, volume.Options{
+		Data:   data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
+		Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	fsys := fusefs.New(vol.FS, fusefs.Options{
+		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
+	})
+	srv, err := fusefs.Mount(mp, fsys, fusefs.MountConfig{FsName: "shoal:" + vol.Format.Name, AllowOther: o.allowOther, Debug: o.debug})
+	if err != nil {
+		_ = vol.Close(ctx)
+		return err
+	}
+	pid := pidFile(mp)
+	_ = os.MkdirAll(filepath.Dir(pid), 0o755)
+	_ = os.WriteFile(pid, []byte(strconv.Itoa(os.Getpid())), 0o644)
+	defer os.Remove(pid)
+	logger.Info("mounted", "volume", vol.Format.Name, "mountpoint", mp, "pid", os.Getpid())
+	if ready != nil {
+		ready.ok()
+	}
+	stop := handleSignals(vol, srv, logger)
+	defer stop()
+	srv.Wait()
+	logger.Info("unmounted; flushing and closing", "mountpoint", mp)
+	return vol.Close(context.Background())
+}
+
+// unmounter is what a signal needs of the FUSE server.
+type unmounter interface{ Unmount() error }
+
+// handleSignals flushes and unmounts on SIGINT/SIGTERM. If the mount is
+// busy the unmount fails; the mount keeps serving and says so.
+func handleSignals(vol *volume.Volume, srv unmounter, logger *slog.Logger) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Ignore(syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				logger.Info("signal: flushing and unmounting", "signal", sig.String())
+				if err := vol.FS.Sync(context.Background()); err != nil {
+					logger.Error("flush before unmount failed", "err", err)
+				}
+				if err := srv.Unmount(); err != nil {
+					logger.Error("unmount failed; still serving (close the files in use, then signal again, or 'umount -l')", "err", err)
+				}
+			}
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
+}
+
+// openLogger returns a text logger writing to path (stderr if empty).
+func openLogger(path string, debug bool) (*slog.Logger, func(), error) {
+	level := slog.LevelInfo
+	if debug {
+		level = slog.LevelDebug
+	}
+	var w io.Writer = os.Stderr
+	closeFn := func() {}
+	if path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("log file: %w", err)
+		}
+		w, closeFn = f, func() { f.Close() }
+	}
+	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(logger)
+	return logger, closeFn, nil
+}

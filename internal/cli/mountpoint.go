@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// checkMountpoint says what is wrong with mp as a place to mount, if
+// anything, and returns its absolute path.
+func checkMountpoint(mp string) (string, error) {
+	abs, err := filepath.Abs(mp)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", withCode(ExitNotFound, fmt.Errorf("mountpoint %s does not exist: create it with 'mkdir -p %s'", abs, abs))
+	}
+	if err != nil {
+		return "", fmt.Errorf("mountpoint %s: %w (if a previous mount died, clear it with 'shoal umount %s')", abs, err, abs)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("mountpoint %s is not a directory", abs)
+	}
+	if src, fstype, ok := mountedAt(abs); ok {
+		return "", fmt.Errorf("%s is already mounted (%s, type %s): unmount it first with 'shoal umount %s'", abs, src, fstype, abs)
+	}
+	return abs, nil
+}
+
+// checkFUSE verifies that /dev/fuse can be opened.
+func checkFUSE() error {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("cannot open /dev/fuse: %w (install the fuse3 package, load the fuse kernel module with 'modprobe fuse', and mount as root)", err)
+	}
+	return f.Close()
+}
+
+// mountedAt reports whether a file system is mounted at mp, with its
+// source and type, from /proc/self/mountinfo.
+func mountedAt(mp string) (source, fstype string, ok bool) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 10 || unescapeMount(fields[4]) != mp {
+			continue
+		}
+		for i, fl := range fields {
+			if fl == "-" && i+2 < len(fields) {
+				source, fstype, ok = fields[i+2], fields[i+1], true
+			}
+		}
+	}
+	return source, fstype, ok
+}
+
+// unescapeMount decodes the octal escapes (\040 for space) of mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// runDir holds pid files of running mounts, so umount can wait for them.
+func pidFile(mp string) string {
+	name := strings.ReplaceAll(strings.Trim(mp, "/"), "/", "_")
+	if name == "" {
+		name = "root"
+	}
+	return filepath.Join(os.TempDir(), "shoal-run", name+".pid")
+}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"shoal/internal/meta"
+	"shoal/internal/volume"
+)
+
+func newStatusCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status META-URL",
+		Short: "Show a volume's settings and usage",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			eng, f, err := volume.Load(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			st, err := eng.Statfs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printStatusJSON(cmd.OutOrStdout(), f, st)
+			}
+			printStatus(cmd.OutOrStdout(), f, st)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+type statusJSON struct {
+	Format meta.Format `json:"format"`
+	Usage  meta.Statfs `json:"usage"`
+}
+
+func printStatusJSON(w io.Writer, f meta.Format, st meta.Statfs) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(statusJSON{Format: f, Usage: st})
+}
+
+func printStatus(w io.Writer, f meta.Format, st meta.Statfs) {
+	fmt.Fprintf(w, "Volume      %s (uuid %s)\n", f.Name, f.UUID)
+	fmt.Fprintf(w, "Format      version %d, created %s\n", f.Version, f.Created.Format("2006-01-02 15:04:05 MST"))
+	fmt.Fprintf(w, "Storage     %s %s\n", f.Storage, f.Bucket)
+	fmt.Fprintf(w, "Block size  %s\n", humanBytes(int64(f.BlockSize)))
+	fmt.Fprintf(w, "Used space  %s of %s\n", humanBytes(int64(st.UsedSpace)), limit(st.TotalSpace, f.Capacity != 0))
+	fmt.Fprintf(w, "Inodes      %d of %s\n", st.UsedInodes, limitCount(st.TotalInodes, f.Inodes != 0))
+}
+
+func limit(n uint64, set bool) string {
+	if !set {
+		return "unlimited"
+	}
+	return humanBytes(int64(n))
+}
+
+func limitCount(n uint64, set bool) string {
+	if !set {
+		return "unlimited"
+	}
+	return fmt.Sprint(n)
+}

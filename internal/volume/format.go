@@ -1,0 +1,142 @@
+package volume
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"shoal/internal/meta"
+	"shoal/internal/object/filestore"
+)
+
+// FormatOptions are the settings of a new volume.
+type FormatOptions struct {
+	Name      string
+	Storage   string // "file" (default) or "s3"
+	Bucket    string // directory or URL; for file storage with SQLite, defaults beside the database
+	BlockSize int    // default 4 MiB
+	Capacity  uint64
+	Inodes    uint64
+	Force     bool // replace the settings of an existing volume
+}
+
+// Format creates a volume at metaURL after checking that its object store
+// is reachable and writable; nothing is written to the engine before.
+func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, error) {
+	f, err := newFormat(metaURL, o)
+	if err != nil {
+		return meta.Format{}, err
+	}
+	if err := checkStore(ctx, f); err != nil {
+		return meta.Format{}, err
+	}
+	eng, err := OpenEngine(ctx, metaURL)
+	if err != nil {
+		return meta.Format{}, err
+	}
+	defer eng.Close()
+	if err := eng.Format(ctx, f, o.Force); err != nil {
+		return meta.Format{}, fmt.Errorf("formatting %s: %w%s", redact(metaURL), err, formatHint(err, metaURL))
+	}
+	return f, nil
+}
+
+func formatHint(err error, metaURL string) string {
+	if strings.Contains(err.Error(), meta.ErrFormatted.Error()) {
+		return " (it holds a volume already; mount it with 'shoal mount " + redact(metaURL) + " MOUNTPOINT', or re-run with --force to replace its settings)"
+	}
+	return ""
+}
+
+func newFormat(metaURL string, o FormatOptions) (meta.Format, error) {
+	f := meta.Format{
+		Name: o.Name, UUID: newUUID(), Version: meta.CurrentFormatVersion,
+		Storage: o.Storage, Bucket: o.Bucket, BlockSize: o.BlockSize,
+		Capacity: o.Capacity, Inodes: o.Inodes, Created: time.Now().UTC(),
+	}
+	if f.Storage == "" {
+		f.Storage = "file"
+	}
+	if f.BlockSize == 0 {
+		f.BlockSize = meta.MaxBlockSize
+	}
+	if f.BlockSize < 4096 || f.BlockSize > meta.MaxBlockSize {
+		return f, fmt.Errorf("block size %d out of range: use 4 KiB to 4 MiB", f.BlockSize)
+	}
+	if f.Bucket == "" {
+		dir, ok := sqliteDir(metaURL)
+		if f.Storage != "file" || !ok {
+			return f, fmt.Errorf("--bucket is required for %s storage with this META-URL", f.Storage)
+		}
+		f.Bucket = filepath.Join(dir, "objects")
+	}
+	if f.Storage == "file" {
+		abs, err := filepath.Abs(f.Bucket)
+		if err != nil {
+			return f, err
+		}
+		f.Bucket = abs
+	}
+	if f.Name == "" {
+		f.Name = "shoal"
+	}
+	return f, nil
+}
+
+// checkStore writes, reads back and deletes a probe object.
+func checkStore(ctx context.Context, f meta.Format) error {
+	s, err := filestore.New(f.Bucket)
+	if err != nil {
+		return fmt.Errorf("object store %s %s: %w", f.Storage, f.Bucket, err)
+	}
+	key := "probe/format-" + f.UUID
+	payload := []byte("shoal format probe")
+	if err := s.Put(ctx, key, bytes.NewReader(payload), int64(len(payload))); err != nil {
+		return fmt.Errorf("object store %s is not writable: %w", s, err)
+	}
+	if _, err := s.Head(ctx, key); err != nil {
+		return fmt.Errorf("object store %s lost a probe object it just stored: %w", s, err)
+	}
+	return s.Delete(ctx, key)
+}
+
+// sqliteDir returns the directory of a sqlite:// database.
+func sqliteDir(metaURL string) (string, bool) {
+	rest, ok := strings.CutPrefix(metaURL, "sqlite://")
+	if !ok || rest == "" {
+		return "", false
+	}
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		rest = rest[:i]
+	}
+	abs, err := filepath.Abs(rest)
+	if err != nil {
+		return "", false
+	}
+	return filepath.Dir(abs), true
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// redact hides a password in a URL for messages.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

@@ -1,0 +1,89 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"shoal/internal/data"
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv/sqlkv"
+	"shoal/internal/meta/kvmeta"
+	"shoal/internal/object"
+	"shoal/internal/object/filestore"
+	"shoal/internal/vfs"
+)
+
+// Options tune an opened volume.
+type Options struct {
+	Data   data.Config // BlockSize is taken from the volume format
+	VFS    vfs.Config
+	Logger *slog.Logger
+}
+
+// Volume is an opened volume with all its layers.
+type Volume struct {
+	Format  meta.Format
+	Engine  meta.Engine
+	Objects object.Store
+	Data    *data.Store
+	FS      *vfs.FS
+}
+
+// OpenEngine connects to the metadata engine named by metaURL.
+func OpenEngine(ctx context.Context, metaURL string) (meta.Engine, error) {
+	store, err := sqlkv.Open(ctx, metaURL)
+	if err != nil {
+		return nil, err
+	}
+	return kvmeta.New(store, kvmeta.Options{}), nil
+}
+
+// Load opens the engine and reads the volume settings, explaining what to
+// do when there is no volume.
+func Load(ctx context.Context, metaURL string) (meta.Engine, meta.Format, error) {
+	eng, err := OpenEngine(ctx, metaURL)
+	if err != nil {
+		return nil, meta.Format{}, err
+	}
+	f, err := eng.Load(ctx)
+	if err != nil {
+		_ = eng.Close()
+		if errors.Is(err, meta.ErrNotFormatted) {
+			return nil, meta.Format{}, fmt.Errorf("no volume at %s: %w (create one with 'shoal format %s')", redact(metaURL), err, redact(metaURL))
+		}
+		return nil, meta.Format{}, fmt.Errorf("loading volume at %s: %w", redact(metaURL), err)
+	}
+	return eng, f, nil
+}
+
+// Open opens the volume at metaURL with all its layers.
+func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
+	eng, f, err := Load(ctx, metaURL)
+	if err != nil {
+		return nil, err
+	}
+	var objects object.Store
+	objects, err = filestore.New(f.Bucket)
+	if err != nil {
+		_ = eng.Close()
+		return nil, fmt.Errorf("opening the volume's object store (%s %s): %w", f.Storage, f.Bucket, err)
+	}
+	objects = object.WithRetry(objects, 5, 0)
+	dc := opts.Data
+	dc.BlockSize = f.BlockSize
+	if dc.Logger == nil {
+		dc.Logger = opts.Logger
+	}
+	if opts.VFS.Logger == nil {
+		opts.VFS.Logger = opts.Logger
+	}
+	store := data.New(objects, dc)
+	return &Volume{Format: f, Engine: eng, Objects: objects, Data: store, FS: vfs.New(eng, store, opts.VFS)}, nil
+}
+
+// Close flushes and closes every layer.
+func (v *Volume) Close(ctx context.Context) error {
+	return errors.Join(v.FS.Close(ctx), v.Data.Close(), v.Engine.Close())
+}
