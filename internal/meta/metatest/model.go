@@ -99,7 +99,7 @@ func sortedNames(kids map[string]*mnode) []string {
 }
 
 func (m *modelRun) drawDir(rt *rapid.T, label string) *mnode {
-	return rapid.SampledFrom(m.nodes(func(n *mnode) bool { return n.typ == meta.TypeDir })).Draw(rt, label)
+	return pick(rt, m.nodes(func(n *mnode) bool { return n.typ == meta.TypeDir }), label)
 }
 
 func (m *modelRun) drawFile(rt *rapid.T, label string) *mnode {
@@ -107,7 +107,12 @@ func (m *modelRun) drawFile(rt *rapid.T, label string) *mnode {
 	if len(files) == 0 {
 		rt.Skip("no files")
 	}
-	return rapid.SampledFrom(files).Draw(rt, label)
+	return pick(rt, files, label)
+}
+
+// pick draws one of nodes by index, so failure logs stay short.
+func pick(rt *rapid.T, nodes []*mnode, label string) *mnode {
+	return nodes[rapid.IntRange(0, len(nodes)-1).Draw(rt, label)]
 }
 
 // same fails the step unless the engine's err is the model's errno.
