@@ -29,8 +29,9 @@
 // kv.ErrConflict) and on an unreachable server it runs fn again with
 // exponential backoff and jitter, for at most Options.RetryTimeout (30 s by
 // default; URL parameter retry_timeout) in total. An unreachable server is
-// then reported as an error wrapping meta.ErrUnavailable; a conflict that
-// never clears as one wrapping kv.ErrConflict. A COMMIT whose connection
+// then reported as an error wrapping meta.ErrUnavailable; so is a conflict
+// that never clears (another process holding the SQLite lock), which also
+// wraps kv.ErrConflict. A COMMIT whose connection
 // broke has an unknown outcome, so it is not retried (running fn twice
 // could apply it twice): the caller gets meta.ErrUnavailable at once. View
 // transactions refuse Set and Delete (the transaction then fails).

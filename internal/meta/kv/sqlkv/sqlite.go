@@ -23,8 +23,8 @@ import (
 // then writes can deadlock with another one doing the same, and SQLite
 // then fails one of them with SQLITE_BUSY regardless of busy_timeout.
 const (
-	sqliteWriteParams = "_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=5000&_txlock=immediate&_cache_size=-16000"
-	sqliteReadParams  = "_synchronous=NORMAL&_busy_timeout=5000&_query_only=1"
+	sqliteWriteParams = "_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=1000&_txlock=immediate&_cache_size=-16000"
+	sqliteReadParams  = "_synchronous=NORMAL&_busy_timeout=1000&_query_only=1"
 )
 
 // sqliteDialect is one SQLite database file.

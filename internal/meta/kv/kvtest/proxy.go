@@ -1,0 +1,118 @@
+package kvtest
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Proxy is a loopback TCP proxy in front of a database server. Tests use
+// it to make the server vanish and come back for one store only, without
+// disturbing the shared server other tests use: Down drops every
+// connection and refuses new ones; Up accepts again on the same address.
+type Proxy struct {
+	t      testing.TB
+	target string
+	addr   string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]bool
+}
+
+// NewProxy starts a proxy to target (host:port) on a free loopback port.
+// It stops when t ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	p := &Proxy{t: t, target: target, conns: map[net.Conn]bool{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("proxy listen: %v", err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.Down)
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.addr }
+
+// Down closes the listener and every proxied connection.
+func (p *Proxy) Down() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	clear(p.conns)
+}
+
+// Up listens again on the same address.
+func (p *Proxy) Up() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Errorf("proxy relisten on %s: %v", p.addr, err)
+		return
+	}
+	p.serve(ln)
+}
+
+func (p *Proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.pipe(c)
+		}
+	}()
+}
+
+// pipe connects c to the target and copies both ways until either ends.
+func (p *Proxy) pipe(c net.Conn) {
+	s, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	if !p.track(c, s) {
+		return
+	}
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src) // a closed connection ends the copy
+		done <- struct{}{}
+	}
+	go cp(s, c)
+	go cp(c, s)
+	<-done
+	_ = c.Close()
+	_ = s.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, s)
+	p.mu.Unlock()
+}
+
+// track registers a connection pair, or closes it if the proxy went down
+// meanwhile.
+func (p *Proxy) track(c, s net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		_ = c.Close()
+		_ = s.Close()
+		return false
+	}
+	p.conns[c], p.conns[s] = true, true
+	return true
+}

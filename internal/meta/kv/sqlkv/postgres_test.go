@@ -1,0 +1,165 @@
+package sqlkv
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
+	"shoal/internal/meta/kv/kvtest"
+)
+
+// pgBase returns SHOAL_TEST_PG, skipping the test when it is unset (or
+// failing it under SHOAL_REQUIRE_SERVICES=1).
+func pgBase(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv("SHOAL_TEST_PG")
+	if base == "" {
+		if os.Getenv("SHOAL_REQUIRE_SERVICES") == "1" {
+			t.Fatal("SHOAL_TEST_PG is not set but SHOAL_REQUIRE_SERVICES=1")
+		}
+		t.Skip("SHOAL_TEST_PG not set: skipping PostgreSQL tests (eval \"$(scripts/services.sh start)\")")
+	}
+	return base
+}
+
+// pgSchemaURL creates a fresh schema for t, dropped when t ends, and
+// returns SHOAL_TEST_PG with search_path set to it.
+func pgSchemaURL(t testing.TB) string {
+	t.Helper()
+	base := pgBase(t)
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("SHOAL_TEST_PG: %v", err)
+	}
+	schema := fmt.Sprintf("kvtest_%x", rand.Uint64())
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema on SHOAL_TEST_PG: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("SHOAL_TEST_PG: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func openPG(t testing.TB) kv.Store {
+	t.Helper()
+	s, err := Open(context.Background(), pgSchemaURL(t))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func TestPostgresConformance(t *testing.T) {
+	kvtest.Run(t, func(t *testing.T) kv.Store { return openPG(t) })
+}
+
+func TestPostgresNewerSchemaRefused(t *testing.T) {
+	testNewerSchemaRefused(t, pgSchemaURL(t))
+}
+
+func TestPostgresUnreachable(t *testing.T) {
+	_, err := Open(context.Background(), "postgres://u:p@127.0.0.1:1/db?connect_timeout=2")
+	if err == nil || !errors.Is(err, meta.ErrUnavailable) || !strings.Contains(err.Error(), "is the server running at 127.0.0.1:1") {
+		t.Fatalf("Open of a closed port: %v, want ErrUnavailable asking whether the server runs", err)
+	}
+}
+
+func TestPostgresDatabaseMissing(t *testing.T) {
+	u, err := url.Parse(pgBase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/no_such_db_for_shoal"
+	_, err = Open(context.Background(), u.String())
+	if err == nil || !strings.Contains(err.Error(), `database "no_such_db_for_shoal" does not exist`) {
+		t.Fatalf("Open of a missing database: %v", err)
+	}
+}
+
+// proxiedPG opens a store through a kvtest.Proxy in front of the test
+// server, with the given retry bound.
+func proxiedPG(t *testing.T, retry string) (kv.Store, *kvtest.Proxy) {
+	u, err := url.Parse(pgSchemaURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := kvtest.NewProxy(t, u.Host)
+	u.Host = p.Addr()
+	q := u.Query()
+	q.Set("retry_timeout", retry)
+	u.RawQuery = q.Encode()
+	s, err := Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, p
+}
+
+// TestPostgresServerGoneThenBack drops every connection and refuses new
+// ones for a while: a Txn started meanwhile waits and then succeeds; one
+// whose bound runs out fails with meta.ErrUnavailable.
+func TestPostgresServerGoneThenBack(t *testing.T) {
+	s, p := proxiedPG(t, "10s")
+	ctx := context.Background()
+	k := []byte("counter")
+	if err := s.Txn(ctx, increment(k)); err != nil {
+		t.Fatal(err)
+	}
+	p.Down()
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		p.Up()
+	}()
+	start := time.Now()
+	if err := s.Txn(ctx, increment(k)); err != nil {
+		t.Fatalf("Txn across an outage: %v", err)
+	}
+	if time.Since(start) < 500*time.Millisecond {
+		t.Errorf("Txn finished in %v, during the outage", time.Since(start))
+	}
+	if v := mustGet(t, s, k); binary.BigEndian.Uint64(v) != 2 {
+		t.Fatalf("counter = %d, want 2", binary.BigEndian.Uint64(v))
+	}
+}
+
+func TestPostgresUnavailableBound(t *testing.T) {
+	s, p := proxiedPG(t, "1s")
+	p.Down()
+	start := time.Now()
+	err := s.View(context.Background(), func(tx kv.Tx) error { _, err := tx.Get([]byte("k")); return err })
+	if !errors.Is(err, meta.ErrUnavailable) {
+		t.Fatalf("View with the server gone: %v, want meta.ErrUnavailable", err)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond || d > 10*time.Second {
+		t.Errorf("gave up after %v, want about the 1s bound", d)
+	}
+	p.Up()
+	if err := s.Txn(context.Background(), increment([]byte("k"))); err != nil {
+		t.Fatalf("Txn after the server came back: %v", err)
+	}
+}
