@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"shoal/internal/object"
 	"shoal/internal/object/objecttest"
@@ -197,5 +198,37 @@ func TestInvalidKeyPermanent(t *testing.T) {
 	err := newStore(t).Put(context.Background(), "../x", bytes.NewReader(nil), 0)
 	if !errors.Is(err, ErrInvalidKey) || !object.IsPermanent(err) {
 		t.Fatalf("Put(../x) = %v, want a permanent ErrInvalidKey", err)
+	}
+}
+
+func TestRemoveStaleTemp(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.Put(ctx, "d/x", bytes.NewReader([]byte("x")), 1); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(s.Root(), "d", tmpPrefix+"old")
+	fresh := filepath.Join(s.Root(), "d", tmpPrefix+"fresh")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("junk"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.RemoveStaleTemp(ctx, time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("RemoveStaleTemp = %d, %v; want 1", n, err)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Fatal("stale temp file survived")
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Fatal("fresh temp file removed")
+	}
+	if _, err := s.Head(ctx, "d/x"); err != nil {
+		t.Fatalf("object removed: %v", err)
 	}
 }
