@@ -1,0 +1,72 @@
+package kvmeta_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv/sqlkv"
+	"shoal/internal/meta/kvmeta"
+	"shoal/internal/meta/metatest"
+)
+
+// serviceURL returns the named environment variable, skipping the test when
+// it is unset unless SHOAL_REQUIRE_SERVICES=1.
+func serviceURL(t *testing.T, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("SHOAL_REQUIRE_SERVICES") == "1" {
+			t.Fatalf("%s is not set but SHOAL_REQUIRE_SERVICES=1", name)
+		}
+		t.Skipf("%s not set: skipping (eval \"$(scripts/services.sh start)\")", name)
+	}
+	return v
+}
+
+// pgSchema makes a schema for one engine, dropped when t ends, and returns
+// the server URL with search_path set to it.
+func pgSchema(t *testing.T, base string) string {
+	t.Helper()
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("SHOAL_TEST_PG: %v", err)
+	}
+	schema := fmt.Sprintf("kvmeta_%x", rand.Uint64())
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("SHOAL_TEST_PG: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func TestPostgres(t *testing.T) {
+	base := serviceURL(t, "SHOAL_TEST_PG")
+	metatest.Run(t, func(t *testing.T) meta.Engine {
+		store, err := sqlkv.Open(context.Background(), pgSchema(t, base))
+		if err != nil {
+			t.Fatalf("open postgres: %v", err)
+		}
+		return kvmeta.New(store, kvmeta.Options{})
+	})
+}
