@@ -17,10 +17,11 @@ func Validate(w Workload, maxRecord int) error {
 	rec := func(name string, n int) { need(n > 0 && n <= maxRecord, "%s %d: want 1..%d bytes", name, n, maxRecord) }
 	switch w := w.(type) {
 	case *Iozone:
-		need(w.Workers > 0, "workers %d: want at least 1", w.Workers)
-		need(w.FileSize > 0, "file size must be positive")
-		rec("record size", w.Record)
-		if w.Auto {
+		if !w.Auto {
+			need(w.Workers > 0, "workers %d: want at least 1", w.Workers)
+			need(w.FileSize > 0, "file size must be positive")
+			rec("record size", w.Record)
+		} else {
 			rec("smallest auto record", w.AutoMinRec)
 			rec("largest auto record", w.AutoMaxRec)
 			need(w.AutoMinFile > 0 && w.AutoMinFile <= w.AutoMaxFile, "auto file sizes: want 0 < min <= max")
