@@ -1,10 +1,12 @@
 package s3store
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +151,31 @@ func TestPermanentErrors(t *testing.T) {
 	_, err = s.Head(context.Background(), "x")
 	if err == nil || errors.Is(err, object.ErrNotExist) || !object.IsPermanent(err) {
 		t.Fatalf("Head with a bad secret = %v, want a permanent error", err)
+	}
+}
+
+// TestStreamedPut stores a body above the buffering limit, which goes to
+// S3 unbuffered (multipart) and must still read back whole.
+func TestStreamedPut(t *testing.T) {
+	s := newTestStore(t)
+	ctx := context.Background()
+	const size = maxBuffered + 1<<20
+	data := make([]byte, size)
+	rand.Read(data)
+	body := struct{ io.Reader }{bytes.NewReader(data)} // hide Seek/ReadAt
+	if err := s.Put(ctx, "big", body, size); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := s.Get(ctx, "big", size-100, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || !bytes.Equal(tail, data[size-100:]) {
+		t.Fatalf("tail of streamed object: %d bytes, %v", len(tail), err)
+	}
+	if info, err := s.Head(ctx, "big"); err != nil || info.Size != size {
+		t.Fatalf("Head = %+v, %v", info, err)
 	}
 }
