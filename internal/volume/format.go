@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"shoal/internal/meta"
-	"shoal/internal/object/filestore"
+	"shoal/internal/object/objopen"
 )
 
 // FormatOptions are the settings of a new volume.
@@ -90,7 +90,7 @@ func newFormat(metaURL string, o FormatOptions) (meta.Format, error) {
 
 // checkStore writes, reads back and deletes a probe object.
 func checkStore(ctx context.Context, f meta.Format) error {
-	s, err := filestore.New(f.Bucket)
+	s, err := objopen.Open(ctx, f.Storage, f.Bucket)
 	if err != nil {
 		return fmt.Errorf("object store %s %s: %w", f.Storage, f.Bucket, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"shoal/internal/meta/kv/sqlkv"
 	"shoal/internal/meta/kvmeta"
 	"shoal/internal/object"
-	"shoal/internal/object/filestore"
+	"shoal/internal/object/objopen"
 	"shoal/internal/vfs"
 )
 
@@ -64,8 +64,7 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	if err != nil {
 		return nil, err
 	}
-	var objects object.Store
-	objects, err = filestore.New(f.Bucket)
+	objects, err := objopen.Open(ctx, f.Storage, f.Bucket)
 	if err != nil {
 		_ = eng.Close()
 		return nil, fmt.Errorf("opening the volume's object store (%s %s): %w", f.Storage, f.Bucket, err)
