@@ -1,0 +1,191 @@
+package kvmeta
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
+	"shoal/internal/meta/kv/memkv"
+)
+
+// counting wraps a store and counts the Gets and writes of transactions;
+// its Close does nothing, so several engines can share the inner store.
+type counting struct {
+	kv.Store
+	mu           sync.Mutex
+	gets, writes int
+}
+
+func (c *counting) Close() error { return nil }
+
+func (c *counting) reset() (gets, writes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gets, writes = c.gets, c.writes
+	c.gets, c.writes = 0, 0
+	return gets, writes
+}
+
+func (c *counting) Txn(ctx context.Context, fn func(kv.Tx) error) error {
+	return c.Store.Txn(ctx, func(tx kv.Tx) error { return fn(&countingTx{Tx: tx, c: c}) })
+}
+
+func (c *counting) View(ctx context.Context, fn func(kv.Tx) error) error {
+	return c.Store.View(ctx, func(tx kv.Tx) error { return fn(&countingTx{Tx: tx, c: c}) })
+}
+
+type countingTx struct {
+	kv.Tx
+	c *counting
+}
+
+func (t *countingTx) Get(key []byte) ([]byte, error) {
+	t.c.mu.Lock()
+	t.c.gets++
+	t.c.mu.Unlock()
+	return t.Tx.Get(key)
+}
+
+func (t *countingTx) Set(key, value []byte) {
+	t.c.mu.Lock()
+	t.c.writes++
+	t.c.mu.Unlock()
+	t.Tx.Set(key, value)
+}
+
+func newTestEngine(t *testing.T) (*Engine, *counting, context.Context) {
+	t.Helper()
+	store := &counting{Store: memkv.New()}
+	e := New(store, Options{})
+	t.Cleanup(func() { _ = e.Close() })
+	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
+	if err := e.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
+		t.Fatal(err)
+	}
+	return e, store, ctx
+}
+
+// TestOperationCost pins the number of kv reads and writes of the hot
+// operations, which decide how close SQLite gets to a local disk.
+func TestOperationCost(t *testing.T) {
+	e, store, ctx := newTestEngine(t)
+	if _, err := e.NewSliceID(ctx); err != nil { // reserve the id batches first
+		t.Fatal(err)
+	}
+	if _, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "warm", Type: meta.TypeFile}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name         string
+		op           func() error
+		gets, writes int
+	}{
+		{"create", func() error {
+			_, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "f", Type: meta.TypeFile, Exclusive: true})
+			return err
+		}, 2, 3},
+		{"lookup", func() error { _, err := e.Lookup(ctx, meta.RootIno, "f"); return err }, 2, 0},
+		{"getattr", func() error { _, err := e.Getattr(ctx, meta.RootIno); return err }, 1, 0},
+		{"write", func() error {
+			ent, _ := e.Lookup(ctx, meta.RootIno, "f")
+			store.reset()
+			_, err := e.WriteChunk(ctx, ent.Ino, 0, meta.Slice{ID: 1, Size: 10, Len: 10})
+			return err
+		}, 2, 2},
+		{"unlink", func() error { _, err := e.Unlink(ctx, meta.RootIno, "warm"); return err }, 3, 3},
+	}
+	for _, c := range cases {
+		store.reset()
+		if err := c.op(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if gets, writes := store.reset(); gets != c.gets || writes != c.writes {
+			t.Errorf("%s: %d gets, %d writes; want %d, %d", c.name, gets, writes, c.gets, c.writes)
+		}
+	}
+}
+
+// TestTwoClients runs two engines over one store, as two mounts of one
+// volume: ids never collide and each sees the other's changes.
+func TestTwoClients(t *testing.T) {
+	shared := memkv.New()
+	ctx := context.Background()
+	a, b := New(&counting{Store: shared}, Options{}), New(&counting{Store: shared}, Options{})
+	if err := a.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	inos := make([][]meta.Ino, 2)
+	for i, e := range []*Engine{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 200 {
+				ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: fmt.Sprintf("%d-%d", i, j), Type: meta.TypeFile})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				inos[i] = append(inos[i], ent.Ino)
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[meta.Ino]bool{}
+	for _, list := range inos {
+		for _, ino := range list {
+			if seen[ino] {
+				t.Fatalf("ino %d handed out twice", ino)
+			}
+			seen[ino] = true
+		}
+	}
+	if ents, err := b.Readdir(ctx, meta.RootIno, "", 0, false); err != nil || len(ents) != 400 {
+		t.Fatalf("b sees %d entries (%v)", len(ents), err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(&counting{Store: shared}, Options{})
+	defer c.Close()
+	st, err := c.Statfs(ctx)
+	if err != nil || st.UsedInodes != 401 {
+		t.Fatalf("statfs after both flushed: %+v %v", st, err)
+	}
+}
+
+// TestIDGiveBack checks that a failed create does not burn an inode number.
+func TestIDGiveBack(t *testing.T) {
+	e, _, ctx := newTestEngine(t)
+	req := meta.MknodRequest{Parent: meta.RootIno, Name: "x", Type: meta.TypeFile, Exclusive: true}
+	first, err := e.Mknod(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Mknod(ctx, req); err == nil {
+		t.Fatal("second exclusive create succeeded")
+	}
+	req.Name = "y"
+	second, err := e.Mknod(ctx, req)
+	if err != nil || second.Ino != first.Ino+1 {
+		t.Fatalf("next ino %d (%v), want %d", second.Ino, err, first.Ino+1)
+	}
+}
+
+func TestAttrRoundTrip(t *testing.T) {
+	a := meta.Attr{Type: meta.TypeDir, Mode: 0o7755, Uid: 1, Gid: 2, Atime: -3, Mtime: 4, Ctime: 5,
+		Nlink: 6, Length: 1 << 40, Rdev: 8, Parent: 9}
+	got, err := decodeAttr(encodeAttr(&a))
+	if err != nil || got != a {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	if _, err := decodeAttr([]byte{2, 1}); err == nil {
+		t.Fatal("bad record accepted")
+	}
+}
