@@ -33,7 +33,7 @@ func Chart(w result.Workload, targets []string) string {
 	groupH := len(targets)*(barHeight+barGap) + rowGap
 	height := legendH + len(w.Metrics)*groupH + 8
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
+	fmt.Fprintf(&b, `<svg class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		width, height, width, height, html.EscapeString(w.Name))
 	legend(&b, targets)
 	for i, m := range w.Metrics {
