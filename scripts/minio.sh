@@ -36,7 +36,12 @@ die() { log "error: $*"; exit 1; }
 
 # ensure_binary builds MinIO into the cache directory unless it is there.
 ensure_binary() {
-	if [[ -x $MINIO ]]; then
+	if [[ -x $MINIO && $(cat "$MINIO.version" 2>/dev/null) == "$MINIO_VERSION" ]]; then
+		return
+	fi
+	if [[ -x $MINIO && ! -e $MINIO.version ]] && "$MINIO" --version >/dev/null 2>&1; then
+		# Built by hand with the command below before stamps existed.
+		echo "$MINIO_VERSION" >"$MINIO.version"
 		return
 	fi
 	command -v go >/dev/null || die "go is not installed; it is needed to build MinIO"
@@ -50,6 +55,7 @@ ensure_binary() {
 		die "building MinIO failed"
 	fi
 	mv -f "$tmp/minio" "$MINIO"
+	echo "$MINIO_VERSION" >"$MINIO.version"
 	rm -rf "$tmp"
 }
 
@@ -68,7 +74,9 @@ running_pid() {
 	local pid
 	[[ -f $STATE/pid ]] || return 1
 	pid=$(<"$STATE/pid")
-	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+	# The comm check guards against a stale pid file whose pid was reused.
+	[[ -n $pid ]] && kill -0 "$pid" 2>/dev/null &&
+		[[ $(cat "/proc/$pid/comm" 2>/dev/null) == minio ]] && echo "$pid"
 }
 
 healthy() {

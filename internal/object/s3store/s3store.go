@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -203,9 +204,9 @@ func (s *Store) List(ctx context.Context, prefix, after string, limit int) ([]ob
 		if oi.Err != nil {
 			return nil, s.wrap("list", prefix, oi.Err)
 		}
-		key := oi.Key[len(s.cfg.Prefix):]
-		if key <= after {
-			continue // servers that ignore start-after
+		key, ok := strings.CutPrefix(oi.Key, s.cfg.Prefix)
+		if !ok || !strings.HasPrefix(key, prefix) || key <= after {
+			continue // a server that ignored prefix or start-after
 		}
 		out = append(out, object.Info{Key: key, Size: oi.Size, ModTime: oi.LastModified})
 		if limit > 0 && len(out) >= limit {
