@@ -32,6 +32,7 @@ type FaultStore struct {
 	brkGets  int                   // next N Gets return bodies that break
 	brkAfter int64                 // bytes a broken body delivers first
 	putMatch func(key string) bool // fail every Put whose key matches
+	getMatch func(key string) bool // fail every Get whose key matches
 	down     bool                  // every call fails
 	latency  time.Duration         // added before every call
 	stats    FaultStats
@@ -79,6 +80,13 @@ func (f *FaultStore) FailPutsWhere(match func(key string) bool) {
 	f.set(func() { f.putMatch = match })
 }
 
+// FailGetsWhere makes every Get whose key satisfies match fail until it is
+// called again with nil. match runs under the FaultStore's lock and must
+// not call the FaultStore.
+func (f *FaultStore) FailGetsWhere(match func(key string) bool) {
+	f.set(func() { f.getMatch = match })
+}
+
 // DiePuts makes the next n Puts "die mid-put": they consume after bytes of
 // the body (after < 0: half of size), then fail without storing anything,
 // as a crash or a dropped connection would.
@@ -104,7 +112,8 @@ func (f *FaultStore) SetLatency(d time.Duration) { f.set(func() { f.latency = d 
 func (f *FaultStore) Reset() {
 	f.set(func() {
 		f.failPuts, f.failGets, f.failDels, f.failHead, f.failList = 0, 0, 0, 0, 0
-		f.diePuts, f.brkGets, f.putMatch, f.down, f.latency = 0, 0, nil, false, 0
+		f.diePuts, f.brkGets, f.putMatch, f.getMatch = 0, 0, nil, nil
+		f.down, f.latency = false, 0
 	})
 }
 
@@ -164,7 +173,7 @@ func (f *FaultStore) Get(ctx context.Context, key string, off, limit int64) (io.
 	var brk bool
 	var after int64
 	fail, err := f.enter(ctx, &f.stats.Gets, func() bool {
-		if take(&f.failGets) {
+		if take(&f.failGets) || (f.getMatch != nil && f.getMatch(key)) {
 			return true
 		}
 		brk, after = take(&f.brkGets), f.brkAfter

@@ -78,6 +78,17 @@ func TestFaultPutsWhere(t *testing.T) {
 	if err := putString(ctx, f, "chunks/0/0/1_1_4", "abcd"); err != nil {
 		t.Fatal(err)
 	}
+	f.FailGetsWhere(func(key string) bool { return key == "chunks/0/0/1_1_4" })
+	if _, err := f.Get(ctx, "chunks/0/0/1_1_4", 0, -1); !errors.Is(err, object.ErrInjected) {
+		t.Fatalf("matching Get = %v, want ErrInjected", err)
+	}
+	if _, err := f.Get(ctx, "chunks/0/0/1_0_4", 0, -1); err != nil {
+		t.Fatalf("other Get = %v", err)
+	}
+	f.Reset()
+	if _, err := f.Get(ctx, "chunks/0/0/1_1_4", 0, -1); err != nil {
+		t.Fatalf("Get after Reset = %v", err)
+	}
 }
 
 func TestFaultDieMidPut(t *testing.T) {

@@ -1,7 +1,9 @@
 package objecttest
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"testing"
 
 	"shoal/internal/object"
@@ -147,4 +149,30 @@ func testLarge(t *testing.T, s object.Store) {
 	if err != nil || info.Size != size {
 		t.Fatalf("Head(4 MiB) = %+v, %v", info, err)
 	}
+}
+
+// testReadDuringOverwrite opens a reader, replaces the object, and checks
+// the reader yields one version whole, never a mix of the two.
+func testReadDuringOverwrite(t *testing.T, s object.Store) {
+	old, repl := randBytes(11, 1<<20), randBytes(12, 1<<20)
+	put(t, s, "w/key", old)
+	rc, err := s.Get(ctxFor(t), "w/key", 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	first := make([]byte, 1000)
+	if _, err := io.ReadFull(rc, first); err != nil {
+		t.Fatalf("read start: %v", err)
+	}
+	put(t, s, "w/key", repl)
+	rest, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("read rest after overwrite: %v", err)
+	}
+	got := append(first, rest...)
+	if !bytes.Equal(got, old) && !bytes.Equal(got, repl) {
+		t.Fatalf("reader open across an overwrite returned %d bytes matching neither version", len(got))
+	}
+	wantBytes(t, "new reader after overwrite", get(t, s, "w/key", 0, -1), repl)
 }

@@ -16,6 +16,8 @@
 //   - Put over an existing key replaces it whole; a Put whose reader fails
 //     (or is short) leaves no new bytes visible: an absent key stays absent
 //     and an existing key keeps its old bytes.
+//   - A reader opened before an overwrite yields one version whole (the
+//     old one on every backend so far), never a mix.
 //   - List orders by the bytes of the key (as S3 does), which for keys with
 //     slashes is not the order of a naive directory walk ("a.b" < "a/b").
 //   - Errors for absent keys match object.ErrNotExist with errors.Is.

@@ -26,6 +26,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"PutGet", testPutGet},
 		{"Ranged", testRanged},
 		{"Overwrite", testOverwrite},
+		{"ReadDuringOverwrite", testReadDuringOverwrite},
 		{"NotExist", testNotExist},
 		{"Delete", testDelete},
 		{"Head", testHead},
