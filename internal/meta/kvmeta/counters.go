@@ -82,6 +82,13 @@ func (p *idPool) giveBack(id uint64) {
 	}
 }
 
+// forget drops the reserved range (after a restore replaced the counters).
+func (p *idPool) forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next, p.end = 0, 0
+}
+
 // usage holds the used space and inode deltas not yet in the store.
 type usage struct {
 	space atomic.Int64

@@ -50,6 +50,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Statfs", testStatfs},
 		{"ReaddirPaging", testReaddirPaging},
 		{"Concurrency", testConcurrency},
+		{"Admin", testAdmin},
 		{"Model", testModel},
 	}
 	for _, g := range groups {

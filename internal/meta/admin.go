@@ -1,0 +1,67 @@
+package meta
+
+import (
+	"context"
+	"io"
+)
+
+// Optional engine interfaces for admin work (gc, fsck, dump/load, session
+// reclaim). The mount never needs them; tools find them with a type
+// assertion:
+//
+//	if sc, ok := engine.(meta.Scanner); ok { ... }
+//
+// They scan whole volumes, so they are slow on big ones and are meant for
+// background work and offline tools, not the request path.
+
+// Orphan is an inode whose last link is gone but whose data is kept until
+// Purge, because a handle may still be open.
+type Orphan struct {
+	Ino   Ino
+	Since int64 // when the last link went, ns since the epoch
+}
+
+// Scanner lists what background cleaners need.
+type Scanner interface {
+	// Orphans returns up to limit orphans (limit <= 0: all), in no
+	// particular order. A caller that knows no client still has one open
+	// (its session is gone) calls Purge on it.
+	Orphans(ctx context.Context, limit int) ([]Orphan, error)
+	// ScanSlices calls fn for every slice record of every chunk of every
+	// inode, holes excluded, stopping at fn's first error, which it
+	// returns. It sees a consistent state per inode, not per volume: a gc
+	// must treat objects newer than the scan's start as live.
+	ScanSlices(ctx context.Context, fn func(ino Ino, index uint32, s Slice) error) error
+}
+
+// CheckReport is what Checker.Check found.
+type CheckReport struct {
+	Inodes, Dirs, Files, Entries, Slices uint64
+	// Problems lists each inconsistency found, one line each.
+	Problems []string
+	// Repaired counts the problems fixed (with repair set).
+	Repaired int
+}
+
+// Checker verifies a volume's metadata invariants: entries point to live
+// inodes of the right type, link counts match entries, directory parents
+// match, orphans are marked, slice reference counts match the chunk
+// records, and usage counters match a recount.
+type Checker interface {
+	// Check reads the whole volume and reports problems. With repair it
+	// also fixes what it can (link counts, parents, reference counts,
+	// orphan marks, counters, dangling entries); repair is meant for a
+	// volume no client has mounted.
+	Check(ctx context.Context, repair bool) (CheckReport, error)
+}
+
+// Dumper writes a volume's whole metadata as a portable stream and reads it
+// back, possibly into another engine kind (SQLite to PostgreSQL, say).
+type Dumper interface {
+	// Dump writes the metadata to w. Each part is read in a consistent
+	// snapshot; for a consistent whole, dump a volume nobody writes to.
+	Dump(ctx context.Context, w io.Writer) error
+	// Restore loads a dump into an empty engine: ErrFormatted if it
+	// already holds a volume.
+	Restore(ctx context.Context, r io.Reader) error
+}

@@ -1,0 +1,200 @@
+package kvmeta
+
+import (
+	"slices"
+
+	"shoal/internal/meta"
+)
+
+// checkEntries validates each entry and counts, per inode, its links, its
+// subdirectories and the directories holding it.
+func (c *checker) checkEntries() (links, subdirs map[meta.Ino]uint32, parents map[meta.Ino][]meta.Ino) {
+	links, subdirs, parents = map[meta.Ino]uint32{}, map[meta.Ino]uint32{}, map[meta.Ino][]meta.Ino{}
+	for _, en := range c.vs.entries {
+		c.report.Entries++
+		p, ok := c.vs.attrs[en.parent]
+		if !ok || p.Type != meta.TypeDir {
+			c.problem(deleteEntry(en), "entry %d/%q: parent is not a directory", en.parent, en.name)
+			continue
+		}
+		a, ok := c.vs.attrs[en.ino]
+		if !ok {
+			c.problem(deleteEntry(en), "entry %d/%q: inode %d missing", en.parent, en.name, en.ino)
+			continue
+		}
+		if a.Type != en.typ {
+			c.problem(func(t *txn) error {
+				t.tx.Set(dentryKey(en.parent, en.name), encodeDentry(en.ino, a.Type))
+				return nil
+			}, "entry %d/%q: type %d, inode has %d", en.parent, en.name, en.typ, a.Type)
+		}
+		links[en.ino]++
+		parents[en.ino] = append(parents[en.ino], en.parent)
+		if a.Type == meta.TypeDir {
+			subdirs[en.parent]++
+		}
+	}
+	return links, subdirs, parents
+}
+
+func deleteEntry(en entry) func(t *txn) error {
+	return func(t *txn) error {
+		t.tx.Delete(dentryKey(en.parent, en.name))
+		return nil
+	}
+}
+
+// checkInodes compares each inode with what the entries say.
+func (c *checker) checkInodes(links, subdirs map[meta.Ino]uint32, parents map[meta.Ino][]meta.Ino) {
+	inos := make([]meta.Ino, 0, len(c.vs.attrs))
+	for ino := range c.vs.attrs {
+		inos = append(inos, ino)
+	}
+	slices.Sort(inos)
+	for _, ino := range inos {
+		a := c.vs.attrs[ino]
+		c.report.Inodes++
+		switch a.Type {
+		case meta.TypeDir:
+			c.report.Dirs++
+			c.checkDir(ino, a, subdirs[ino], parents[ino])
+		default:
+			if a.Type == meta.TypeFile {
+				c.report.Files++
+			}
+			c.checkNonDir(ino, a, links[ino])
+		}
+	}
+	for ino := range c.vs.orphans {
+		if _, ok := c.vs.attrs[ino]; !ok {
+			c.problem(func(t *txn) error { t.tx.Delete(orphanKey(ino)); return nil }, "orphan mark for missing inode %d", ino)
+		}
+	}
+}
+
+func (c *checker) checkDir(ino meta.Ino, a meta.Attr, subdirs uint32, parents []meta.Ino) {
+	if want := 2 + subdirs; a.Nlink != want {
+		c.problem(setAttr(ino, func(a *meta.Attr) { a.Nlink = want }), "directory %d: nlink %d, want %d", ino, a.Nlink, want)
+	}
+	if ino == meta.RootIno {
+		return
+	}
+	switch len(parents) {
+	case 0:
+		c.problem(nil, "directory %d is not reachable", ino)
+	case 1:
+		if p := parents[0]; a.Parent != p {
+			c.problem(setAttr(ino, func(a *meta.Attr) { a.Parent = p }), "directory %d: parent %d, entry in %d", ino, a.Parent, p)
+		}
+	default:
+		c.problem(nil, "directory %d has %d entries", ino, len(parents))
+	}
+}
+
+func (c *checker) checkNonDir(ino meta.Ino, a meta.Attr, links uint32) {
+	orphan := c.vs.orphans[ino]
+	switch {
+	case links == 0 && a.Type != meta.TypeFile:
+		c.problem(func(t *txn) error {
+			at, err := t.attr(ino)
+			if err != nil {
+				return err
+			}
+			return t.deleteInode(ino, at)
+		}, "inode %d (type %d) is not reachable", ino, a.Type)
+	case links == 0 && (a.Nlink != 0 || !orphan):
+		c.problem(func(t *txn) error {
+			t.tx.Set(orphanKey(ino), encodeInt(t.now))
+			return setAttr(ino, func(a *meta.Attr) { a.Nlink = 0 })(t)
+		}, "file %d has no entries but nlink %d, orphan mark %v", ino, a.Nlink, orphan)
+	case links > 0 && a.Nlink != links:
+		c.problem(setAttr(ino, func(a *meta.Attr) { a.Nlink = links }), "inode %d: nlink %d, %d entries", ino, a.Nlink, links)
+	}
+	if links > 0 && orphan {
+		c.problem(func(t *txn) error { t.tx.Delete(orphanKey(ino)); return nil }, "inode %d has entries and an orphan mark", ino)
+	}
+	if a.Type == meta.TypeSymlink && !c.vs.symlinks[ino] {
+		c.problem(nil, "symlink %d has no target", ino)
+	}
+}
+
+// setAttr returns a fix that changes one inode's attributes.
+func setAttr(ino meta.Ino, change func(a *meta.Attr)) func(t *txn) error {
+	return func(t *txn) error {
+		a, err := t.attr(ino)
+		if err != nil {
+			return err
+		}
+		change(a)
+		t.touch(ino)
+		return nil
+	}
+}
+
+// checkSlices recounts references from the chunk records.
+func (c *checker) checkSlices() {
+	counts := map[meta.SliceID]int64{}
+	for ino, chunks := range c.vs.chunks {
+		a, ok := c.vs.attrs[ino]
+		if !ok || a.Type != meta.TypeFile {
+			c.problem(func(t *txn) error { return t.deleteChunks(ino, 0, noEnd) }, "chunks of missing or non-file inode %d", ino)
+			continue
+		}
+		for _, ch := range chunks {
+			for _, s := range ch.slices {
+				if s.ID != 0 {
+					counts[s.ID]++
+				}
+			}
+		}
+	}
+	c.report.Slices = uint64(len(counts))
+	for id, n := range counts {
+		c.checkRefs(id, n)
+	}
+	for id := range c.vs.refs {
+		if counts[id] == 0 {
+			c.problem(func(t *txn) error { t.tx.Delete(sliceKey(kindRefs, id)); return nil },
+				"slice %d has a reference count but no records (its objects are garbage)", id)
+		}
+	}
+}
+
+func (c *checker) checkRefs(id meta.SliceID, n int64) {
+	stored, ok := c.vs.refs[id]
+	if !ok {
+		stored = 1
+	}
+	if stored != n {
+		c.problem(func(t *txn) error {
+			if n == 1 {
+				t.tx.Delete(sliceKey(kindRefs, id))
+			} else {
+				t.tx.Set(sliceKey(kindRefs, id), encodeInt(n))
+			}
+			return nil
+		}, "slice %d: reference count %d, %d records", id, stored, n)
+	}
+	if c.vs.freed[id] {
+		c.problem(func(t *txn) error { t.tx.Delete(sliceKey(kindFreed, id)); return nil },
+			"slice %d is referenced but listed as freed", id)
+	}
+}
+
+// checkCounters recounts usage.
+func (c *checker) checkCounters() {
+	var space int64
+	for _, a := range c.vs.attrs {
+		space += spaceOf(&a)
+	}
+	files := int64(len(c.vs.attrs))
+	if space != c.vs.space || files != c.vs.files {
+		c.problem(func(t *txn) error {
+			// Runs last: earlier fixes' usage deltas are folded in here.
+			t.tx.Set(counterKey(counterUsedSpace), encodeInt(space+t.space))
+			t.tx.Set(counterKey(counterUsedInodes), encodeInt(files+t.files))
+			t.space, t.files = 0, 0
+			return nil
+		}, "usage counters: %d bytes %d inodes, recount %d bytes %d inodes", c.vs.space, c.vs.files, space, files)
+	}
+}

@@ -1,0 +1,70 @@
+package kvmeta
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
+)
+
+// corrupt writes raw keys behind the engine's back.
+func corrupt(t *testing.T, e *Engine, fn func(tx kv.Tx)) {
+	t.Helper()
+	err := e.store.Txn(context.Background(), func(tx kv.Tx) error { fn(tx); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckRepairs(t *testing.T) {
+	e, _, ctx := newTestEngine(t)
+	d, _ := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "d", Type: meta.TypeDir, Mode: 0o755})
+	f, _ := e.Mknod(ctx, meta.MknodRequest{Parent: d.Ino, Name: "f", Type: meta.TypeFile, Mode: 0o644})
+	id, _ := e.NewSliceID(ctx)
+	if _, err := e.WriteChunk(ctx, f.Ino, 0, meta.Slice{ID: id, Size: 10, Len: 10}); err != nil {
+		t.Fatal(err)
+	}
+	sl, _ := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "sl", Type: meta.TypeSymlink, Target: "x"})
+	rep, err := e.Check(ctx, false)
+	if err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("healthy: %+v %v", rep, err)
+	}
+
+	fAttr, _ := e.Getattr(ctx, f.Ino)
+	fAttr.Nlink = 5
+	dAttr, _ := e.Getattr(ctx, d.Ino)
+	dAttr.Parent = 12345
+	corrupt(t, e, func(tx kv.Tx) {
+		tx.Set(attrKey(f.Ino), encodeAttr(&fAttr))
+		tx.Set(attrKey(d.Ino), encodeAttr(&dAttr))
+		tx.Set(dentryKey(d.Ino, "dangling"), encodeDentry(999, meta.TypeFile))
+		tx.Set(sliceKey(kindRefs, id), encodeInt(7))
+		tx.Set(sliceKey(kindFreed, id), []byte{0, 0, 0, 10})
+		tx.Set(orphanKey(888), encodeInt(1))
+		tx.Delete(dentryKey(meta.RootIno, "sl"))
+		tx.Set(counterKey(counterUsedInodes), encodeInt(1000))
+	})
+	rep, err = e.Check(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wants := []string{"nlink 5", "parent 12345", "inode 999 missing", "reference count 7",
+		"listed as freed", "missing inode 888", "is not reachable", "usage counters"}
+	all := strings.Join(rep.Problems, "\n")
+	for _, w := range wants {
+		if !strings.Contains(all, w) {
+			t.Errorf("problem %q not reported in:\n%s", w, all)
+		}
+	}
+	if rep, err = e.Check(ctx, true); err != nil || rep.Repaired != len(wants) {
+		t.Fatalf("repair: %+v %v", rep, err)
+	}
+	if rep, err = e.Check(ctx, false); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("after repair: %v %v", rep.Problems, err)
+	}
+	if _, err := e.Getattr(ctx, sl.Ino); err == nil {
+		t.Fatal("unreachable symlink survived repair")
+	}
+}
