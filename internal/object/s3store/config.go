@@ -74,7 +74,7 @@ func ParseURL(raw string) (Config, error) {
 		err = applyQuery(&c, u.Query())
 	}
 	if err != nil {
-		return Config{}, fmt.Errorf("s3store: bucket URL %q: %w", redact(u), err)
+		return Config{}, fmt.Errorf("s3store: bucket URL %q: %w", u.Redacted(), err)
 	}
 	if u.User != nil {
 		c.AccessKey = u.User.Username()
@@ -195,9 +195,4 @@ func (c *Config) fromEnv() {
 			return
 		}
 	}
-}
-
-// redact returns u as a string with any password hidden.
-func redact(u *url.URL) string {
-	return u.Redacted()
 }
