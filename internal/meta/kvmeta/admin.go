@@ -115,9 +115,9 @@ func (t *txn) eachChunk(ino meta.Ino, fn func(index uint32, ss []meta.Slice)) er
 
 // dumpHeader is the first line of a dump.
 type dumpHeader struct {
-	Dump    int    `json:"shoal_dump"` // dump format version
-	Format  int    `json:"format"`     // volume format version of the keys
-	Source  string `json:"source"`
+	Dump   int    `json:"shoal_dump"` // dump format version
+	Format int    `json:"format"`     // volume format version of the keys
+	Source string `json:"source"`
 }
 
 // dumpRecord is one key, one line.
