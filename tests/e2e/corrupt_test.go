@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,17 +84,27 @@ func smallest(t *testing.T, bucket string, keys []string) string {
 	return best
 }
 
-// wantLogMentions fails t unless one line of log names all of subs.
+// wantLogMentions fails t unless one line of log names all of subs
+// (numbers only as whole numbers: inode 2 is not found in "12").
 func wantLogMentions(t *testing.T, log, what string, subs ...string) {
 	t.Helper()
 	for _, line := range strings.Split(log, "\n") {
 		all := true
 		for _, s := range subs {
-			all = all && strings.Contains(line, s)
+			all = all && mentions(line, s)
 		}
 		if all {
+			t.Logf("%s: %s", what, line)
 			return
 		}
 	}
 	t.Errorf("read error on %s: no log line names inode, offset and object %v; log:\n%s", what, subs, log)
+}
+
+// mentions reports whether line contains s, as a whole number if s is one.
+func mentions(line, s string) bool {
+	if _, err := strconv.ParseUint(s, 10, 64); err != nil {
+		return strings.Contains(line, s)
+	}
+	return regexp.MustCompile(`(^|[^0-9])` + s + `([^0-9]|$)`).MatchString(line)
 }
