@@ -209,12 +209,10 @@ type RenameCheck struct {
 // RENAME_EXCHANGE without a target; EISDIR (directory onto non-directory),
 // ENOTDIR (non-directory onto directory) and ENOTEMPTY otherwise.
 func CheckRename(r RenameCheck) error {
-	const known = RenameNoReplace | RenameExchange | RenameWhiteout
+	if err := CheckRenameFlags(r.Flags); err != nil {
+		return err
+	}
 	switch {
-	case r.Flags&^known != 0, r.Flags&RenameWhiteout != 0:
-		return syscall.EINVAL
-	case r.Flags&RenameNoReplace != 0 && r.Flags&RenameExchange != 0:
-		return syscall.EINVAL
 	case r.Flags&RenameExchange != 0:
 		if r.Dst == nil {
 			return syscall.ENOENT
@@ -238,6 +236,20 @@ func CheckRename(r RenameCheck) error {
 		return syscall.EISDIR
 	case dstDir && !r.DstEmpty:
 		return syscall.ENOTEMPTY
+	}
+	return nil
+}
+
+// CheckRenameFlags validates renameat2 flags on their own: EINVAL for
+// unknown flags, RENAME_WHITEOUT (no whiteouts without an overlay) and
+// RENAME_NOREPLACE together with RENAME_EXCHANGE.
+func CheckRenameFlags(flags uint32) error {
+	const known = RenameNoReplace | RenameExchange | RenameWhiteout
+	switch {
+	case flags&^known != 0, flags&RenameWhiteout != 0:
+		return syscall.EINVAL
+	case flags&RenameNoReplace != 0 && flags&RenameExchange != 0:
+		return syscall.EINVAL
 	}
 	return nil
 }

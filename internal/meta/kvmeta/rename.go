@@ -35,6 +35,9 @@ func (e *Engine) Rename(ctx context.Context, req meta.RenameRequest) (meta.Remov
 }
 
 func checkRenameNames(req meta.RenameRequest) error {
+	if err := meta.CheckRenameFlags(req.Flags); err != nil {
+		return err
+	}
 	for _, name := range []string{req.OldName, req.NewName} {
 		if name == "." || name == ".." {
 			return syscall.EBUSY
@@ -52,7 +55,12 @@ func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
 		return meta.Removed{}, err
 	}
 	if src.ino == dst.ino {
-		return meta.Removed{}, nil // the same inode under both names: nothing to do
+		// The same inode under both names: nothing to do, as rename(2)
+		// says, except that NOREPLACE still sees a taken name.
+		if req.Flags&meta.RenameNoReplace != 0 {
+			return meta.Removed{}, syscall.EEXIST
+		}
+		return meta.Removed{}, nil
 	}
 	if err := t.checkRename(req.Flags, src, dst); err != nil {
 		return meta.Removed{}, err

@@ -254,6 +254,8 @@ func (m *modelRun) renameErrno(sd *mnode, sn string, dd *mnode, dn string, flags
 	switch {
 	case src == nil:
 		return syscall.ENOENT
+	case src == dst && flags == meta.RenameNoReplace:
+		return syscall.EEXIST
 	case src == dst:
 		return 0
 	case flags == meta.RenameExchange:

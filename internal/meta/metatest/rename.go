@@ -63,6 +63,8 @@ func testRenameBasic(v *env) {
 	}
 	_, err = v.rename(b.Ino, b.Ino, "h", "h", 0)
 	v.check(err, "rename onto itself")
+	_, err = v.rename(b.Ino, b.Ino, "h", "h2", meta.RenameNoReplace)
+	v.wantErrno(err, syscall.EEXIST, "noreplace onto own hard link")
 }
 
 func testRenameErrors(v *env) {
