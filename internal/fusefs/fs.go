@@ -70,11 +70,14 @@ func fillAttr(ino meta.Ino, a meta.Attr, out *fuse.Attr) {
 	out.Blksize = 1 << 16
 }
 
+// split turns nanoseconds into the kernel's seconds and nanoseconds;
+// times before 1970 have negative seconds, sent as two's complement.
 func split(ns int64) (uint64, uint32) {
-	if ns < 0 {
-		return 0, 0
+	sec, nsec := ns/1e9, ns%1e9
+	if nsec < 0 {
+		sec, nsec = sec-1, nsec+1e9
 	}
-	return uint64(ns / 1e9), uint32(ns % 1e9)
+	return uint64(sec), uint32(nsec)
 }
 
 // fillEntry fills a lookup reply with the cache timeouts.

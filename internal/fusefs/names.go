@@ -68,7 +68,7 @@ func setattrRequest(in *fuse.SetAttrIn) vfs.SetattrRequest {
 	flag(fuse.FATTR_MTIME_NOW, meta.SetMtimeNow)
 	r.Mode = uint16(in.Mode & 07777)
 	r.Uid, r.Gid = in.Uid, in.Gid
-	r.Atime = int64(in.Atime)*1e9 + int64(in.Atimensec)
+	r.Atime = int64(in.Atime)*1e9 + int64(in.Atimensec) // seconds are signed
 	r.Mtime = int64(in.Mtime)*1e9 + int64(in.Mtimensec)
 	r.SetSize, r.Size = v&fuse.FATTR_SIZE != 0, in.Size
 	return r
