@@ -17,3 +17,7 @@ var (
 	// bound. The vfs reports EIO and the next call tries again.
 	ErrUnavailable = errors.New("metadata engine unavailable")
 )
+
+// ErrSessionLost: the client's session was reclaimed by another client
+// (its heartbeats stopped for too long); its locks and orphans are gone.
+var ErrSessionLost = errors.New("session lost: reclaimed by another client")
