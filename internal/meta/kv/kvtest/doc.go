@@ -18,6 +18,10 @@
 //   - Txn is serializable: concurrent read-increment-write transactions
 //     lose no update, and write skew is impossible. View sees one
 //     consistent state and refuses writes.
+//   - fn may run more than once. An optimistic backend (Redis) may run fn
+//     on a mix of states in an attempt it then discards, so the suite
+//     checks what the final run captured after Txn or View returns, never
+//     inside fn (fn must have no side effects besides tx).
 //
 // Each subtest calls newStore for a fresh, empty store and closes it when
 // the subtest ends (before newStore's own t.Cleanup functions run, so a

@@ -1,0 +1,65 @@
+// Package rediskv implements kv.Store over Redis (standalone, Sentinel or
+// Cluster) with github.com/redis/go-redis/v9.
+//
+// # META-URLs
+//
+//	redis://[[USER]:PASSWORD@]HOST[:6379][/DB][?PARAMS]
+//	rediss://...                                   the same over TLS
+//	redis+sentinel://[[USER]:PASSWORD@]HOST[:26379],HOST2[:26379]/MASTER[/DB][?PARAMS]
+//	redis+cluster://[[USER]:PASSWORD@]HOST:PORT,HOST2:PORT[?PARAMS]
+//	redis://HOST:PORT,HOST2:PORT/?cluster=true     the same as redis+cluster://
+//
+// (rediss+sentinel:// and rediss+cluster:// add TLS.) PARAMS:
+//
+//	ns=NAME               key namespace, default "shoal": several volumes
+//	                      can share one Redis database
+//	retry_timeout=30s     retry bound of one transaction
+//	cluster=true          Cluster mode for a redis:// URL
+//	sentinel_password=P   password of the Sentinels (the one in the
+//	                      URL's user part is the master's)
+//
+// # Layout
+//
+// Each kv key is one Redis string; sorted sets index the keys for ordered
+// Scans (keys.go has the details). All keys of a namespace share the hash
+// tag "{NAME}", so in Cluster mode they live in one slot: a volume's
+// metadata is then served by one master (Cluster buys failover, not
+// sharding), which is what lets every transaction be one MULTI/EXEC.
+//
+// # Transactions
+//
+// Redis has no snapshots, so transactions are optimistic:
+//
+//  1. Txn and View take a dedicated connection. Every read is preceded,
+//     in the same round trip, by a WATCH of each key it depends on: the
+//     value's key for Get; for Scan, the sorted set(s) it ranges over and
+//     then the value keys it returns.
+//  2. Writes are buffered in the transaction (Get and Scan read them
+//     back, merged in key order) and nothing reaches Redis before commit.
+//  3. Commit is MULTI, one EVAL of the commit script (which sets and
+//     deletes the values and keeps the index sets in step), EXEC. EXEC
+//     runs only if no WATCHed key changed since it was read, so every
+//     value the transaction read was still current at the instant EXEC
+//     applied its writes: the transaction is equivalent to running alone
+//     at that instant, which is serializability. A View commits the same
+//     way with a PING instead of the script, so its reads are validated
+//     too (one consistent state, as of its EXEC).
+//  4. If EXEC refuses (redis.TxFailedErr), fn runs again from scratch,
+//     with exponential backoff and jitter. So does it after a connection
+//     error, until the retry bound (30 s by default) is spent; then the
+//     error wraps meta.ErrUnavailable. An error during EXEC of a
+//     transaction with writes has an unknown outcome and is returned at
+//     once as meta.ErrUnavailable (running fn twice could apply it twice).
+//
+// A consequence of optimism: an attempt that is later discarded may have
+// shown fn a mix of states (a value read before another client's commit,
+// the next one after it). fn must therefore have no effects besides tx,
+// and an error fn returns is trusted only after its reads validate (an
+// EXEC of a PING); if they were stale, fn runs again.
+//
+// go-redis's own command retries are off: a command resent on a fresh
+// connection would run without the transaction's WATCHes.
+//
+// Import rules: rediskv imports kv, meta (sentinel errors) and go-redis;
+// only the META-URL dispatcher (kvopen) and tests import rediskv.
+package rediskv

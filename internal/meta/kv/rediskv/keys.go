@@ -1,0 +1,78 @@
+package rediskv
+
+import "shoal/internal/meta/kv"
+
+// layout names the Redis keys of one namespace. With base = "{ns}:":
+//
+//	base + "k" + key          string: the value of key
+//	base + "z" + key[:9]      sorted set, all scores 0: members key[9:] of
+//	                          every key of at least kv.ScanPrefixLen bytes
+//	base + "d" + key[:1]      sorted set, all scores 0: members key[1:9] of
+//	                          every key's 9-byte prefix in use, and key[1:]
+//	                          of every key shorter than 9 bytes
+//
+// An ordered Scan of a 9-byte-or-longer prefix reads one "z" set with
+// ZRANGEBYLEX. A shorter prefix walks the "d" set of its first byte (all
+// 256 of them for an empty prefix) and expands each 8-byte member into
+// its "z" set; members shorter than 8 bytes are whole short keys. Both
+// orders equal the key order, so every Scan is ordered and paged.
+//
+// The braces are a Redis Cluster hash tag: every key of a namespace maps
+// to one slot, so WATCH/MULTI/EXEC and the commit script work in Cluster
+// mode too. The same layout is used in every mode.
+type layout struct{ base string }
+
+func newLayout(ns string) layout { return layout{base: "{" + ns + "}:"} }
+
+func (l layout) value(key []byte) string    { return l.base + "k" + string(key) }
+func (l layout) zset(prefix9 []byte) string { return l.base + "z" + string(prefix9) }
+func (l layout) dir(first byte) string      { return l.base + "d" + string([]byte{first}) }
+
+// route is a key that is never written: it only names the namespace's
+// slot when a Cluster client must pick a node before any key is read.
+func (l layout) route() string { return l.base + "r" }
+
+// pattern matches every key of the namespace (for test clean-up).
+func (l layout) pattern() string { return l.base + "*" }
+
+// dirMember is key's member in its "d" set.
+func dirMember(key []byte) string {
+	if len(key) >= kv.ScanPrefixLen {
+		return string(key[1:kv.ScanPrefixLen])
+	}
+	return string(key[1:])
+}
+
+// commitScript applies a transaction's writes and keeps the index sets in
+// step, atomically (it runs inside MULTI/EXEC after the WATCHed reads).
+// ARGV[1] is the base; then "s", key, value or "d", key per write. A "d"
+// set loses a prefix member only once the prefix's "z" set is empty.
+// KEYS[1] is the namespace's route key, naming the slot in Cluster mode.
+const commitScript = `
+local base = ARGV[1]
+local i = 2
+while i <= #ARGV do
+  local op, k = ARGV[i], ARGV[i + 1]
+  local vkey = base .. 'k' .. k
+  local dkey = base .. 'd' .. string.sub(k, 1, 1)
+  local long = #k >= 9
+  local zkey = base .. 'z' .. string.sub(k, 1, 9)
+  if op == 's' then
+    redis.call('SET', vkey, ARGV[i + 2])
+    if long then redis.call('ZADD', zkey, 0, string.sub(k, 10)) end
+    redis.call('ZADD', dkey, 0, string.sub(k, 2, 9))
+    i = i + 3
+  else
+    if redis.call('DEL', vkey) == 1 then
+      if long then
+        redis.call('ZREM', zkey, string.sub(k, 10))
+        if redis.call('EXISTS', zkey) == 0 then redis.call('ZREM', dkey, string.sub(k, 2, 9)) end
+      else
+        redis.call('ZREM', dkey, string.sub(k, 2))
+      end
+    end
+    i = i + 2
+  end
+end
+return 1
+`

@@ -1,0 +1,128 @@
+package rediskv
+
+import (
+	"bytes"
+
+	"shoal/internal/meta/kv"
+)
+
+// shortSource yields the keys of a prefix shorter than kv.ScanPrefixLen
+// (admin scans: a whole key kind, or everything): it walks the "d" set of
+// each first byte in range, in order, and expands every 8-byte member (a
+// 9-byte key prefix) into its "z" set. Every set it reads is WATCHed, so a
+// Scan here is as serializable as one of a long prefix, only coarser: any
+// new or vanished key prefix of that first byte conflicts with it.
+type shortSource struct {
+	t     *tx
+	r     scanRange
+	first int    // first byte whose "d" set is being walked
+	last  int    // last first byte in range
+	dMin  string // ZRANGEBYLEX lower bound for the next "d" members
+	dMax  string
+	dDone bool        // the current "d" set is exhausted
+	inner *zsetSource // the "z" set being expanded, if any
+	queue [][]byte    // "d" members read but not yet expanded
+}
+
+func newShortSource(t *tx, r scanRange) *shortSource {
+	s := &shortSource{t: t, r: r, first: 0, last: 0xff, dMax: "+"}
+	if len(r.prefix) > 0 {
+		s.first, s.last = int(r.prefix[0]), int(r.prefix[0])
+		s.dMax = lexBelow(r.prefix[1:])
+	}
+	s.dMin = "-"
+	if len(r.lo) > 0 {
+		s.first = int(r.lo[0])
+		s.dMin = lexFrom(r.lo[1:min(len(r.lo), kv.ScanPrefixLen)], true)
+	}
+	return s
+}
+
+// next returns up to n keys; it may return fewer (even none) before the
+// range is exhausted, which the merger handles by asking again.
+func (s *shortSource) next(n int) ([][]byte, bool, error) {
+	for {
+		if s.inner != nil {
+			keys, done, err := s.inner.next(n)
+			if done {
+				s.inner = nil
+			}
+			if err != nil || len(keys) > 0 {
+				return s.filter(keys), false, err
+			}
+			continue
+		}
+		if keys := s.takeShort(n); len(keys) > 0 {
+			return keys, false, nil
+		}
+		if len(s.queue) > 0 {
+			s.expand(s.queue[0])
+			s.queue = s.queue[1:]
+			continue
+		}
+		if done, err := s.readDir(n); done || err != nil {
+			return nil, done, err
+		}
+	}
+}
+
+// takeShort takes the short keys (under 9 bytes) at the head of the queue,
+// up to n, stopping at the first 9-byte prefix.
+func (s *shortSource) takeShort(n int) [][]byte {
+	var keys [][]byte
+	for len(s.queue) > 0 && len(keys) < n && len(s.queue[0]) < kv.ScanPrefixLen {
+		if s.r.contains(s.queue[0]) {
+			keys = append(keys, s.queue[0])
+		}
+		s.queue = s.queue[1:]
+	}
+	return keys
+}
+
+// expand starts reading the "z" set of a 9-byte prefix head, from lo if
+// the range starts inside it.
+func (s *shortSource) expand(head []byte) {
+	min := "-"
+	if len(s.r.lo) >= kv.ScanPrefixLen && bytes.Equal(head, s.r.lo[:kv.ScanPrefixLen]) {
+		min = lexFrom(s.r.lo[kv.ScanPrefixLen:], s.r.loIncl)
+	}
+	s.inner = &zsetSource{t: s.t, prefix9: head, min: min, max: "+"}
+}
+
+// readDir reads the next members of the current "d" set into the queue,
+// moving on to the next first byte when it is exhausted. done: no first
+// byte is left.
+func (s *shortSource) readDir(n int) (bool, error) {
+	if s.dDone {
+		if s.first >= s.last {
+			return true, nil
+		}
+		s.first++
+		s.dMin, s.dDone = "-", false
+	}
+	first := byte(s.first)
+	members, err := s.t.zrange(s.t.s.keys.dir(first), s.dMin, s.dMax, n)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range members {
+		s.queue = append(s.queue, append([]byte{first}, m...))
+	}
+	if len(members) > 0 {
+		s.dMin = "(" + members[len(members)-1]
+	}
+	s.dDone = len(members) < n
+	return false, nil
+}
+
+// filter drops keys outside the range (a safety net: the bounds used
+// already exclude them).
+func (s *shortSource) filter(keys [][]byte) [][]byte {
+	out := keys[:0]
+	for _, k := range keys {
+		if s.r.contains(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}

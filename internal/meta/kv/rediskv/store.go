@@ -1,0 +1,141 @@
+package rediskv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
+)
+
+// DefaultRetryTimeout bounds how long one Txn or View keeps retrying
+// conflicts and connection failures before it gives up.
+const DefaultRetryTimeout = 30 * time.Second
+
+// Errors of this package.
+var (
+	// errClosed is returned by Txn and View after Close.
+	errClosed = errors.New("rediskv: store is closed")
+	// errReadOnly is kept by a View's tx on its first Set or Delete.
+	errReadOnly = errors.New("rediskv: write in a read-only transaction (View)")
+	// errEmptyKey is kept by a tx asked to write the empty key, which the
+	// index layout cannot hold.
+	errEmptyKey = errors.New("rediskv: empty key")
+)
+
+// Options tune a Store. The zero value means the defaults.
+type Options struct {
+	// RetryTimeout bounds the total time one Txn or View spends retrying
+	// (default DefaultRetryTimeout). The URL's retry_timeout wins.
+	RetryTimeout time.Duration
+}
+
+// Store is a kv.Store over Redis. It is safe for concurrent use.
+type Store struct {
+	client       redis.UniversalClient
+	keys         layout
+	cluster      bool
+	name         string
+	retryTimeout time.Duration
+	closed       atomic.Bool
+}
+
+var _ kv.Store = (*Store)(nil)
+
+// Open connects to the Redis a META-URL names (forms in the package doc)
+// and checks that it answers. An unreachable server is an error wrapping
+// meta.ErrUnavailable that names the address.
+func Open(ctx context.Context, rawURL string) (kv.Store, error) {
+	return OpenOptions(ctx, rawURL, Options{})
+}
+
+// OpenOptions is Open with options.
+func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, error) {
+	c, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{keys: newLayout(c.ns), cluster: c.cluster, name: c.display, retryTimeout: c.retry}
+	if s.retryTimeout <= 0 {
+		s.retryTimeout = opts.RetryTimeout
+	}
+	if s.retryTimeout <= 0 {
+		s.retryTimeout = DefaultRetryTimeout
+	}
+	c.opts.IsClusterMode = c.cluster
+	c.opts.MaxRetries = -1 // retrying is txn's job: a silent resend after WATCH is unsafe
+	s.client = redis.NewUniversalClient(&c.opts)
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		_ = s.client.Close()
+		if classify(err) == classUnavailable {
+			return nil, fmt.Errorf("rediskv: cannot connect to Redis: is the server running at %v? %w (%w)", c.opts.Addrs, meta.ErrUnavailable, err)
+		}
+		return nil, fmt.Errorf("rediskv: %s: %w", s.name, err)
+	}
+	return s, nil
+}
+
+// Txn implements kv.Store.
+func (s *Store) Txn(ctx context.Context, fn func(tx kv.Tx) error) error {
+	return s.txn(ctx, false, fn)
+}
+
+// View implements kv.Store.
+func (s *Store) View(ctx context.Context, fn func(tx kv.Tx) error) error {
+	return s.txn(ctx, true, fn)
+}
+
+// Name implements kv.Store: the URL without password or parameters.
+func (s *Store) Name() string { return s.name }
+
+// Close implements kv.Store.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return errClosed
+	}
+	if err := s.client.Close(); err != nil {
+		return fmt.Errorf("rediskv: %s: close: %w", s.name, err)
+	}
+	return nil
+}
+
+// errClass says what the txn helper does with an error.
+type errClass int
+
+const (
+	classFatal       errClass = iota // return it as it is
+	classConflict                    // a WATCHed key changed: run fn again
+	classUnavailable                 // Redis out of reach: run fn again later
+)
+
+// classify sorts go-redis errors. TxFailedErr is EXEC refusing because a
+// WATCHed key changed. Network errors and the replies of a server that is
+// starting, failing over or full of clients mean "not now".
+func classify(err error) errClass {
+	switch {
+	case err == nil:
+		return classFatal
+	case errors.Is(err, redis.TxFailedErr), errors.Is(err, kv.ErrConflict):
+		return classConflict
+	case errors.Is(err, redis.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return classFatal
+	case redis.IsLoadingError(err), redis.IsReadOnlyError(err), redis.IsMasterDownError(err),
+		redis.IsClusterDownError(err), redis.IsTryAgainError(err), redis.IsMaxClientsError(err),
+		redis.IsNoReplicasError(err), errors.Is(err, redis.ErrPoolTimeout):
+		return classUnavailable
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return classUnavailable
+	}
+	return classFatal
+}

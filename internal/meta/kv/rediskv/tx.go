@@ -1,0 +1,144 @@
+package rediskv
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"shoal/internal/meta/kv"
+)
+
+// tx is a kv.Tx over one WATCHing Redis connection. Reads go to Redis
+// after a WATCH of every key they depend on; writes are buffered here and
+// applied by commit. The first error is kept in err and returned by every
+// later call and by the txn helper.
+type tx struct {
+	s        *Store
+	ctx      context.Context
+	rtx      *redis.Tx
+	readOnly bool
+	writes   map[string]*write // pending writes by key
+	watched  map[string]bool   // Redis keys WATCHed so far
+	err      error
+}
+
+// write is one buffered Set (value) or Delete (deleted).
+type write struct {
+	value   []byte
+	deleted bool
+}
+
+var _ kv.Tx = (*tx)(nil)
+
+// fail keeps the first error.
+func (t *tx) fail(err error) error {
+	if t.err == nil {
+		t.err = err
+	}
+	return t.err
+}
+
+// Get implements kv.Tx: the buffered write if any, else a WATCH and GET
+// in one round trip.
+func (t *tx) Get(key []byte) ([]byte, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	if w, ok := t.writes[string(key)]; ok {
+		if w.deleted {
+			return nil, nil
+		}
+		return append([]byte{}, w.value...), nil
+	}
+	rkey := t.s.keys.value(key)
+	var get *redis.StringCmd
+	err := t.pipe(func(p redis.Pipeliner) {
+		t.watchIn(p, rkey)
+		get = p.Get(t.ctx, rkey)
+	})
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	v, err := get.Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, t.fail(err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+// Set implements kv.Tx.
+func (t *tx) Set(key, value []byte) {
+	if t.checkWrite(key) {
+		t.buffer(key, &write{value: append([]byte{}, value...)})
+	}
+}
+
+// Delete implements kv.Tx.
+func (t *tx) Delete(key []byte) {
+	if t.checkWrite(key) {
+		t.buffer(key, &write{deleted: true})
+	}
+}
+
+func (t *tx) checkWrite(key []byte) bool {
+	switch {
+	case t.err != nil:
+		return false
+	case t.readOnly:
+		t.fail(errReadOnly)
+		return false
+	case len(key) == 0:
+		t.fail(errEmptyKey)
+		return false
+	}
+	return true
+}
+
+func (t *tx) buffer(key []byte, w *write) {
+	if t.writes == nil {
+		t.writes = map[string]*write{}
+	}
+	t.writes[string(key)] = w
+}
+
+// pipe sends the commands fn queues in one round trip on the WATCHing
+// connection. Replies that are errors (redis.Nil included) are left in
+// their commands; only a transport error is returned.
+func (t *tx) pipe(fn func(p redis.Pipeliner)) error {
+	cmds, err := t.rtx.Pipelined(t.ctx, func(p redis.Pipeliner) error {
+		fn(p)
+		return nil
+	})
+	if err == nil || errors.Is(err, redis.Nil) {
+		return nil
+	}
+	for _, c := range cmds {
+		if c.Err() != nil && !errors.Is(c.Err(), redis.Nil) {
+			return c.Err()
+		}
+	}
+	return err
+}
+
+// watchIn queues a WATCH of the keys not watched yet. A WATCH must come
+// before the read it protects: EXEC then fails if the key changed at any
+// time after the read.
+func (t *tx) watchIn(p redis.Pipeliner, keys ...string) {
+	args := []any{"WATCH"}
+	for _, k := range keys {
+		if !t.watched[k] {
+			t.watched[k] = true
+			args = append(args, k)
+		}
+	}
+	if len(args) > 1 {
+		p.Do(t.ctx, args...)
+	}
+}
