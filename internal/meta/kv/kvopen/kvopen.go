@@ -1,0 +1,40 @@
+package kvopen
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"shoal/internal/meta/kv"
+	"shoal/internal/meta/kv/memkv"
+	"shoal/internal/meta/kv/rediskv"
+	"shoal/internal/meta/kv/sqlkv"
+)
+
+// Schemes lists the META-URL forms Open accepts, for help texts.
+const Schemes = "sqlite:///PATH, postgres://USER:PASS@HOST:PORT/DB, redis://[:PASS@]HOST:PORT/DB (also rediss://, redis+sentinel://, redis+cluster://), mem:// (tests)"
+
+// Open opens the store url names:
+//
+//	sqlite:///abs/path/meta.db, sqlite://rel/meta.db   → sqlkv (SQLite)
+//	postgres://..., postgresql://...                    → sqlkv (PostgreSQL)
+//	redis://, rediss://, redis+sentinel://, redis+cluster:// (and rediss+) → rediskv
+//	mem://                                              → memkv, a fresh empty
+//	                                                      in-memory store (tests)
+//
+// Errors name the problem: an unknown scheme lists the supported ones.
+func Open(ctx context.Context, url string) (kv.Store, error) {
+	scheme, _, ok := strings.Cut(url, ":")
+	if !ok || scheme == "" {
+		return nil, fmt.Errorf("META-URL %q has no scheme: use %s", url, Schemes)
+	}
+	switch strings.ToLower(scheme) {
+	case "sqlite", "sqlite3", "postgres", "postgresql":
+		return sqlkv.Open(ctx, url)
+	case "redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster":
+		return rediskv.Open(ctx, url)
+	case "mem", "memory":
+		return memkv.New(), nil
+	}
+	return nil, fmt.Errorf("unknown META-URL scheme %q: use %s", scheme, Schemes)
+}
