@@ -3,7 +3,6 @@ package metatest
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync/atomic"
 	"syscall"
@@ -18,7 +17,7 @@ import (
 // and against mtree, a small in-memory POSIX tree written independently of
 // the engine, and compares every result and, after every step, the whole
 // tree: entries, types, link counts, lengths and file contents. Contents
-// are compared as labels: byte i of a slice with id n reads as n<<16|i and
+// are compared as labels: byte i of a slice with id n reads as n<<32|i and
 // a hole as 0, so a wrong offset or a lost hole shows up.
 //
 // All runs share one engine; each run works in its own directory. Run with
@@ -31,7 +30,8 @@ type mnode struct {
 	kids   map[string]*mnode // directories
 	parent *mnode            // directories
 	links  int               // non-directories
-	data   []uint32          // regular files: one label per byte
+	length uint64            // regular files: length
+	labels map[uint64]uint64 // regular files: non-zero byte labels by offset
 }
 
 type modelRun struct {
@@ -282,78 +282,6 @@ func (m *modelRun) renameErrno(sd *mnode, sn string, dd *mnode, dn string, flags
 	return 0
 }
 
-func (m *modelRun) write(rt *rapid.T) {
-	f := m.drawFile(rt, "file")
-	off := rapid.IntRange(0, 3000).Draw(rt, "off")
-	n := rapid.IntRange(1, 1000).Draw(rt, "len")
-	id, err := m.v.e.NewSliceID(m.v.ctx)
-	if err != nil {
-		rt.Fatalf("new slice id: %v", err)
-	}
-	if id >= 1<<16 {
-		rt.Skip("slice ids too large for labels")
-	}
-	s := meta.Slice{ID: id, Size: uint32(n), Len: uint32(n), Pos: uint32(off)}
-	if _, err := m.v.e.WriteChunk(m.v.ctx, f.ino, 0, s); err != nil {
-		rt.Fatalf("write chunk: %v", err)
-	}
-	f.data = resize(f.data, max(len(f.data), off+n))
-	for i := range n {
-		f.data[off+i] = uint32(id)<<16 | uint32(i)
-	}
-}
-
-func resize(data []uint32, n int) []uint32 {
-	if n <= len(data) {
-		return data[:n]
-	}
-	return append(data, make([]uint32, n-len(data))...)
-}
-
-func (m *modelRun) truncate(rt *rapid.T) {
-	f := m.drawFile(rt, "file")
-	n := rapid.IntRange(0, 4000).Draw(rt, "len")
-	if _, err := m.v.e.Truncate(m.v.ctx, f.ino, uint64(n)); err != nil {
-		rt.Fatalf("truncate: %v", err)
-	}
-	if n < len(f.data) {
-		f.data = slices.Clone(f.data[:n])
-	}
-	f.data = resize(f.data, n)
-}
-
-func (m *modelRun) punch(rt *rapid.T) {
-	f := m.drawFile(rt, "file")
-	off := rapid.IntRange(0, 4000).Draw(rt, "off")
-	n := rapid.IntRange(1, 2000).Draw(rt, "len")
-	if _, err := m.v.e.Fallocate(m.v.ctx, f.ino, fallocPunchHole|fallocKeepSize, uint64(off), uint64(n)); err != nil {
-		rt.Fatalf("punch: %v", err)
-	}
-	for i := off; i < off+n && i < len(f.data); i++ {
-		f.data[i] = 0
-	}
-}
-
-func (m *modelRun) copyRange(rt *rapid.T) {
-	src, dst := m.drawFile(rt, "src"), m.drawFile(rt, "dst")
-	so, do := rapid.IntRange(0, 3000).Draw(rt, "srcOff"), rapid.IntRange(0, 3000).Draw(rt, "dstOff")
-	n := rapid.IntRange(1, 2000).Draw(rt, "len")
-	got, err := m.v.e.CopyFileRange(m.v.ctx, meta.CopyRequest{SrcIno: src.ino, SrcOff: uint64(so), DstIno: dst.ino, DstOff: uint64(do), Len: uint64(n)})
-	if err != nil {
-		rt.Fatalf("copy: %v", err)
-	}
-	want := max(0, min(n, len(src.data)-so))
-	if int(got) != want {
-		rt.Fatalf("copied %d, model %d", got, want)
-	}
-	if want == 0 {
-		return
-	}
-	buf := slices.Clone(src.data[so : so+want])
-	dst.data = resize(dst.data, max(len(dst.data), do+want))
-	copy(dst.data[do:], buf)
-}
-
 // checkTree compares the whole run directory with the model.
 func (m *modelRun) checkTree(rt *rapid.T) {
 	for _, n := range m.nodes(func(*mnode) bool { return true }) {
@@ -410,27 +338,6 @@ func (m *modelRun) checkDir(rt *rapid.T, n *mnode, a meta.Attr) {
 		k := n.kids[de.Name]
 		if de.Name != names[i] || k == nil || de.Ino != k.ino || de.Type != k.typ {
 			rt.Fatalf("dir %d entry %d: %+v, model %q", n.ino, i, de, names[i])
-		}
-	}
-}
-
-func (m *modelRun) checkData(rt *rapid.T, n *mnode, a meta.Attr) {
-	if a.Length != uint64(len(n.data)) {
-		rt.Fatalf("file %d: length %d, model %d", n.ino, a.Length, len(n.data))
-	}
-	ss, err := m.v.e.ReadChunk(m.v.ctx, n.ino, 0)
-	if err != nil {
-		rt.Fatalf("read chunk %d: %v", n.ino, err)
-	}
-	for _, p := range meta.Resolve(ss, 0, uint32(len(n.data))) {
-		for i := range p.Len {
-			var label uint32
-			if p.ID != 0 {
-				label = uint32(p.ID)<<16 | (p.Off + i)
-			}
-			if got := n.data[p.Pos+i]; got != label {
-				rt.Fatalf("file %d byte %d: engine %#x, model %#x (slices %v)", n.ino, p.Pos+i, label, got, ss)
-			}
 		}
 	}
 }
