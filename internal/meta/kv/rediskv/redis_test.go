@@ -2,14 +2,22 @@ package rediskv
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
 	"shoal/internal/meta/kv/kvtest"
 )
@@ -83,4 +91,183 @@ func openRedis(t testing.TB) kv.Store {
 
 func TestRedisConformance(t *testing.T) {
 	kvtest.Run(t, func(t *testing.T) kv.Store { return openRedis(t) })
+}
+
+func TestRedisUnreachable(t *testing.T) {
+	_, err := Open(context.Background(), "redis://127.0.0.1:1/0")
+	if !errors.Is(err, meta.ErrUnavailable) || !strings.Contains(err.Error(), "is the server running at [127.0.0.1:1]") {
+		t.Fatalf("Open of a closed port: %v", err)
+	}
+}
+
+// TestRedisIndexesCleanedUp deletes every key and checks that no index
+// set is left behind in the namespace.
+func TestRedisIndexesCleanedUp(t *testing.T) {
+	url := redisNamespaceURL(t)
+	s, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	keys := [][]byte{[]byte("F"), []byte("Nshort"), []byte("A12345678"), []byte("D12345678name"), []byte("D12345678other"), []byte("L87654321")}
+	err = s.Txn(ctx, func(tx kv.Tx) error {
+		for _, k := range keys {
+			tx.Set(k, []byte("v"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.(*Store)
+	if n := countKeys(t, st); n == 0 {
+		t.Fatal("no Redis keys after writes")
+	}
+	for _, k := range keys { // one delete per transaction: sets empty one by one
+		if err := s.Txn(ctx, func(tx kv.Tx) error { tx.Delete(k); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countKeys(t, st); n != 0 {
+		t.Fatalf("%d Redis keys left after deleting every kv key", n)
+	}
+}
+
+func countKeys(t *testing.T, s *Store) int {
+	keys, err := s.client.Keys(context.Background(), s.keys.pattern()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(keys)
+}
+
+// proxiedRedis opens a store through a kvtest.Proxy in front of the test
+// server, with the given retry bound.
+func proxiedRedis(t *testing.T, retry string) (kv.Store, *kvtest.Proxy) {
+	u, err := url.Parse(redisNamespaceURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := kvtest.NewProxy(t, u.Host)
+	u.Host = p.Addr()
+	q := u.Query()
+	q.Set("retry_timeout", retry)
+	u.RawQuery = q.Encode()
+	s, err := Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, p
+}
+
+func increment(k []byte) func(kv.Tx) error {
+	return func(tx kv.Tx) error {
+		v, err := tx.Get(k)
+		var n uint64
+		if len(v) == 8 {
+			n = binary.BigEndian.Uint64(v)
+		}
+		tx.Set(k, binary.BigEndian.AppendUint64(nil, n+1))
+		return err
+	}
+}
+
+func TestRedisServerGoneThenBack(t *testing.T) {
+	s, p := proxiedRedis(t, "10s")
+	ctx := context.Background()
+	k := []byte("counter")
+	if err := s.Txn(ctx, increment(k)); err != nil {
+		t.Fatal(err)
+	}
+	p.Down()
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		p.Up()
+	}()
+	start := time.Now()
+	if err := s.Txn(ctx, increment(k)); err != nil {
+		t.Fatalf("Txn across an outage: %v", err)
+	}
+	if time.Since(start) < 500*time.Millisecond {
+		t.Errorf("Txn finished in %v, during the outage", time.Since(start))
+	}
+	var v []byte
+	err := s.View(ctx, func(tx kv.Tx) (err error) { v, err = tx.Get(k); return err })
+	if err != nil || binary.BigEndian.Uint64(v) != 2 {
+		t.Fatalf("counter = %x, %v; want 2", v, err)
+	}
+}
+
+func TestRedisUnavailableBound(t *testing.T) {
+	s, p := proxiedRedis(t, "1s")
+	p.Down()
+	start := time.Now()
+	err := s.View(context.Background(), func(tx kv.Tx) error { _, err := tx.Get([]byte("k")); return err })
+	if !errors.Is(err, meta.ErrUnavailable) {
+		t.Fatalf("View with the server gone: %v, want meta.ErrUnavailable", err)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond || d > 10*time.Second {
+		t.Errorf("gave up after %v, want about the 1s bound", d)
+	}
+	p.Up()
+	if err := s.Txn(context.Background(), increment([]byte("k"))); err != nil {
+		t.Fatalf("Txn after the server came back: %v", err)
+	}
+}
+
+// TestRedisSentinel runs a real Sentinel on loopback watching the test
+// server as its master and opens the store through it.
+func TestRedisSentinel(t *testing.T) {
+	u, err := url.Parse(redisNamespaceURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed: skipping the Sentinel test")
+	}
+	port := freePort(t)
+	host, mport, _ := net.SplitHostPort(u.Host)
+	conf := filepath.Join(t.TempDir(), "sentinel.conf")
+	text := fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor m %s %s 1\nsentinel down-after-milliseconds m 60000\n", port, host, mport)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, conf, "--sentinel")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	surl := fmt.Sprintf("redis+sentinel://127.0.0.1:%d/m%s?%s", port, u.Path, u.RawQuery)
+	var s kv.Store
+	for i := 0; ; i++ { // the sentinel needs a moment to listen
+		if s, err = Open(context.Background(), surl); err == nil || i == 50 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("Open %s: %v", surl, err)
+	}
+	defer s.Close()
+	k := []byte("via-sentinel")
+	for i := 0; i < 3; i++ {
+		if err := s.Txn(context.Background(), increment(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.HasPrefix(s.Name(), "redis+sentinel://127.0.0.1:") {
+		t.Errorf("Name() = %q", s.Name())
+	}
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }

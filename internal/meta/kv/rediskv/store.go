@@ -72,6 +72,7 @@ func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, er
 	}
 	c.opts.IsClusterMode = c.cluster
 	c.opts.MaxRetries = -1 // retrying is txn's job: a silent resend after WATCH is unsafe
+	c.opts.DialerRetries = 1
 	s.client = redis.NewUniversalClient(&c.opts)
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		_ = s.client.Close()

@@ -20,6 +20,7 @@ type tx struct {
 	readOnly bool
 	writes   map[string]*write // pending writes by key
 	watched  map[string]bool   // Redis keys WATCHed so far
+	watching bool              // WATCHes are active on the connection
 	err      error
 }
 
@@ -140,5 +141,6 @@ func (t *tx) watchIn(p redis.Pipeliner, keys ...string) {
 	}
 	if len(args) > 1 {
 		p.Do(t.ctx, args...)
+		t.watching = true
 	}
 }

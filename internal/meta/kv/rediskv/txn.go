@@ -60,6 +60,11 @@ func (s *Store) attempt(ctx context.Context, readOnly bool, fn func(kv.Tx) error
 	err := s.client.Watch(ctx, func(rtx *redis.Tx) error {
 		t := &tx{s: s, ctx: ctx, rtx: rtx, readOnly: readOnly, watched: map[string]bool{}}
 		class, result = t.finish(fn(t))
+		if t.watching {
+			// The connection goes back to the pool: drop its WATCHes, or
+			// a later transaction on it could fail for our keys.
+			_ = rtx.Unwatch(ctx).Err()
+		}
 		return nil
 	}, routing...)
 	if err != nil {
@@ -117,6 +122,7 @@ func (t *tx) commit() error {
 		p.Eval(t.ctx, commitScript, []string{t.s.keys.route()}, t.scriptArgs()...)
 		return nil
 	})
+	t.watching = false // EXEC, run or refused, ends every WATCH
 	return err
 }
 

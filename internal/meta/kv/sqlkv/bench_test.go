@@ -64,3 +64,23 @@ func BenchmarkSQLiteViewGet(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPostgresTxnGetSet is BenchmarkSQLiteTxnGetSet on PostgreSQL.
+func BenchmarkPostgresTxnGetSet(b *testing.B) {
+	s := openPG(b)
+	defer s.Close()
+	keys := benchKeys(b, s, 1000)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := keys[i%len(keys)]
+		err := s.Txn(ctx, func(tx kv.Tx) error {
+			v, err := tx.Get(k)
+			tx.Set(k, v)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
