@@ -68,8 +68,12 @@ func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
 // target, xattrs, and a file's chunks (releasing their slice references).
 func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
 	if a.Type == meta.TypeFile {
-		if err := t.deleteChunks(ino, 0, noEnd); err != nil {
-			return err
+		// An empty file has no chunks: truncation to 0 deletes them all,
+		// and every other way of adding records extends the length.
+		if a.Length > 0 {
+			if err := t.deleteChunks(ino, 0, noEnd); err != nil {
+				return err
+			}
 		}
 		t.space -= spaceOf(a)
 	}
