@@ -22,7 +22,8 @@
 # Environment: ROUNDS (3), FILES (10000), HUGE (100000), MIB (1024),
 #   BENCH_DIR (work dir on the local disk; default /var/tmp/shoal-bench.PID),
 #   RESULTS (file to keep the raw "target metric value" lines),
-#   SHOAL_MOUNT_ARGS (extra `shoal mount` flags), KEEP=1 (keep the work dir).
+#   SHOAL_MOUNT_ARGS (extra `shoal mount` flags), SHOAL_BIN (use this shoal
+#   binary instead of building ./cmd/shoal), KEEP=1 (keep the work dir).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -47,10 +48,11 @@ preflight() {
 
 build() {
 	mkdir -p "$WORK/bin"
-	log "building shoal and corebench"
-	(cd "$ROOT" && go build -o "$WORK/bin/shoal" ./cmd/shoal && go build -o "$WORK/bin/corebench" ./bench/cmd/corebench)
-	SHOAL=$WORK/bin/shoal
+	log "building corebench${SHOAL_BIN:+ (using shoal binary $SHOAL_BIN)}${SHOAL_BIN:- and shoal}"
+	(cd "$ROOT" && go build -o "$WORK/bin/corebench" ./bench/cmd/corebench) || die "building corebench failed"
 	CB=$WORK/bin/corebench
+	SHOAL=${SHOAL_BIN:-$WORK/bin/shoal}
+	[ -n "${SHOAL_BIN:-}" ] || (cd "$ROOT" && go build -o "$SHOAL" ./cmd/shoal) || die "building shoal failed"
 }
 
 dir_of() { # target -> the directory to measure in

@@ -59,14 +59,14 @@ type check struct {
 }
 
 var checks = []check{
-	{"create", "create 10k files (s)", "bindfs", 1.5, false},
-	{"stat", "stat 10k files (s)", "bindfs", 1.5, false},
-	{"unlink", "unlink 10k files (s)", "bindfs", 1.5, false},
-	{"write", "write 1 GiB + fsync (MiB/s)", "local", 0.8, true},
-	{"read", "cold read 1 GiB (MiB/s)", "local", 0.5, true},
-	{"hd_create", "100k dir: create (s)", "bindfs", 2, false},
-	{"hd_readdir", "100k dir: readdir (s)", "bindfs", 2, false},
-	{"hd_stat", "100k dir: stat all (s)", "bindfs", 2, false},
+	{"create", "create N files (s)", "bindfs", 1.5, false},
+	{"stat", "stat N files (s)", "bindfs", 1.5, false},
+	{"unlink", "unlink N files (s)", "bindfs", 1.5, false},
+	{"write", "seq write + fsync (MiB/s)", "local", 0.8, true},
+	{"read", "cold seq read (MiB/s)", "local", 0.5, true},
+	{"hd_create", "huge dir: create (s)", "bindfs", 2, false},
+	{"hd_readdir", "huge dir: readdir (s)", "bindfs", 2, false},
+	{"hd_stat", "huge dir: stat all (s)", "bindfs", 2, false},
 }
 
 // report prints the median table with ratios and verdicts.
