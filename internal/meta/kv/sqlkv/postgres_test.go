@@ -163,3 +163,59 @@ func TestPostgresUnavailableBound(t *testing.T) {
 		t.Fatalf("Txn after the server came back: %v", err)
 	}
 }
+
+// TestPostgresBackendsTerminated kills the server processes of the store's
+// pooled connections (as a server restart does) between transactions and
+// in the middle of one: the next transactions must succeed.
+func TestPostgresBackendsTerminated(t *testing.T) {
+	u, err := url.Parse(pgSchemaURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := fmt.Sprintf("kvtest_term_%x", rand.Uint32())
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	ctx := context.Background()
+	s, err := Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	admin, err := sql.Open("pgx", pgBase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	terminate := func() {
+		_, err := admin.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", app)
+		if err != nil {
+			t.Fatalf("terminate: %v", err)
+		}
+	}
+	k := []byte("counter")
+	if err := s.Txn(ctx, increment(k)); err != nil {
+		t.Fatal(err)
+	}
+	terminate()
+	if err := s.Txn(ctx, increment(k)); err != nil {
+		t.Fatalf("Txn after the backends were terminated: %v", err)
+	}
+	runs := 0
+	err = s.Txn(ctx, func(tx kv.Tx) error {
+		runs++
+		if runs == 1 {
+			if _, err := tx.Get(k); err != nil {
+				return err
+			}
+			terminate() // the connection dies inside the transaction
+		}
+		return increment(k)(tx)
+	})
+	if err != nil || runs < 2 {
+		t.Fatalf("Txn with its connection terminated: %v after %d runs", err, runs)
+	}
+	if v := mustGet(t, s, k); binary.BigEndian.Uint64(v) != 3 {
+		t.Fatalf("counter = %d, want 3", binary.BigEndian.Uint64(v))
+	}
+}
