@@ -1,0 +1,59 @@
+package kvmeta_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv/rediskv"
+	"shoal/internal/meta/kvmeta"
+	"shoal/internal/meta/metatest"
+)
+
+// redisNamespace returns base with a fresh key namespace ("{ns}:" key
+// prefix, see rediskv), whose keys are deleted when t ends.
+func redisNamespace(t *testing.T, base string) string {
+	t.Helper()
+	ns := fmt.Sprintf("kvmeta_%x", rand.Uint64())
+	t.Cleanup(func() {
+		opts, err := redis.ParseURL(base)
+		if err != nil {
+			t.Errorf("SHOAL_TEST_REDIS: %v", err)
+			return
+		}
+		c := redis.NewClient(opts)
+		defer c.Close()
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, "{"+ns+"}:*", 1000).Iterator()
+		for iter.Next(ctx) {
+			c.Unlink(ctx, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			t.Errorf("drop namespace %s: %v", ns, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("SHOAL_TEST_REDIS: %v", err)
+	}
+	q := u.Query()
+	q.Set("ns", ns)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func TestRedis(t *testing.T) {
+	base := serviceURL(t, "SHOAL_TEST_REDIS")
+	metatest.Run(t, func(t *testing.T) meta.Engine {
+		store, err := rediskv.Open(context.Background(), redisNamespace(t, base))
+		if err != nil {
+			t.Fatalf("open redis: %v", err)
+		}
+		return kvmeta.New(store, kvmeta.Options{})
+	})
+}
