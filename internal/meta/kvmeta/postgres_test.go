@@ -1,7 +1,6 @@
 package kvmeta_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
@@ -12,8 +11,6 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"shoal/internal/meta"
-	"shoal/internal/meta/kv/sqlkv"
-	"shoal/internal/meta/kvmeta"
 	"shoal/internal/meta/metatest"
 )
 
@@ -62,11 +59,12 @@ func pgSchema(t *testing.T, base string) string {
 
 func TestPostgres(t *testing.T) {
 	base := serviceURL(t, "SHOAL_TEST_PG")
-	metatest.Run(t, func(t *testing.T) meta.Engine {
-		store, err := sqlkv.Open(context.Background(), pgSchema(t, base))
-		if err != nil {
-			t.Fatalf("open postgres: %v", err)
-		}
-		return kvmeta.New(store, kvmeta.Options{})
+	metatest.Run(t, func(t *testing.T) meta.Engine { return openSQL(t, pgSchema(t, base)) })
+}
+
+func TestPostgresClients(t *testing.T) {
+	base := serviceURL(t, "SHOAL_TEST_PG")
+	metatest.RunClients(t, func(t *testing.T, n int) []meta.Engine {
+		return openSQLClients(t, pgSchema(t, base), n)
 	})
 }

@@ -49,11 +49,26 @@ func redisNamespace(t *testing.T, base string) string {
 
 func TestRedis(t *testing.T) {
 	base := serviceURL(t, "SHOAL_TEST_REDIS")
-	metatest.Run(t, func(t *testing.T) meta.Engine {
-		store, err := rediskv.Open(context.Background(), redisNamespace(t, base))
-		if err != nil {
-			t.Fatalf("open redis: %v", err)
+	metatest.Run(t, func(t *testing.T) meta.Engine { return openRedis(t, redisNamespace(t, base)) })
+}
+
+func TestRedisClients(t *testing.T) {
+	base := serviceURL(t, "SHOAL_TEST_REDIS")
+	metatest.RunClients(t, func(t *testing.T, n int) []meta.Engine {
+		url := redisNamespace(t, base)
+		engines := make([]meta.Engine, n)
+		for i := range engines {
+			engines[i] = openRedis(t, url)
 		}
-		return kvmeta.New(store, kvmeta.Options{})
+		return engines
 	})
+}
+
+func openRedis(t *testing.T, url string) meta.Engine {
+	t.Helper()
+	store, err := rediskv.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("open redis: %v", err)
+	}
+	return kvmeta.New(store, kvmeta.Options{})
 }

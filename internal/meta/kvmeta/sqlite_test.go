@@ -13,10 +13,31 @@ import (
 
 func TestSQLite(t *testing.T) {
 	metatest.Run(t, func(t *testing.T) meta.Engine {
-		store, err := sqlkv.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "meta.db"))
-		if err != nil {
-			t.Fatalf("open sqlite: %v", err)
-		}
-		return kvmeta.New(store, kvmeta.Options{})
+		return openSQL(t, "sqlite://"+filepath.Join(t.TempDir(), "meta.db"))
 	})
+}
+
+func TestSQLiteClients(t *testing.T) {
+	metatest.RunClients(t, func(t *testing.T, n int) []meta.Engine {
+		return openSQLClients(t, "sqlite://"+filepath.Join(t.TempDir(), "meta.db"), n)
+	})
+}
+
+// openSQL opens an engine over the database url names.
+func openSQL(t *testing.T, url string) meta.Engine {
+	t.Helper()
+	store, err := sqlkv.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	return kvmeta.New(store, kvmeta.Options{})
+}
+
+// openSQLClients opens n engines over one database, as n mounts.
+func openSQLClients(t *testing.T, url string, n int) []meta.Engine {
+	engines := make([]meta.Engine, n)
+	for i := range engines {
+		engines[i] = openSQL(t, url)
+	}
+	return engines
 }
