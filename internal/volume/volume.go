@@ -8,7 +8,7 @@ import (
 
 	"shoal/internal/data"
 	"shoal/internal/meta"
-	"shoal/internal/meta/kv/sqlkv"
+	"shoal/internal/meta/kv/kvopen"
 	"shoal/internal/meta/kvmeta"
 	"shoal/internal/object"
 	"shoal/internal/object/objopen"
@@ -33,7 +33,7 @@ type Volume struct {
 
 // OpenEngine connects to the metadata engine named by metaURL.
 func OpenEngine(ctx context.Context, metaURL string) (meta.Engine, error) {
-	store, err := sqlkv.Open(ctx, metaURL)
+	store, err := kvopen.Open(ctx, metaURL)
 	if err != nil {
 		return nil, err
 	}
