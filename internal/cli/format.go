@@ -15,13 +15,20 @@ func newFormatCmd() *cobra.Command {
 		Use:   "format META-URL",
 		Short: "Create a volume: its settings in the metadata engine, its data in an object store",
 		Long: `Create a volume. META-URL names the metadata engine:
-  sqlite:///var/lib/shoal/meta.db     embedded SQLite (one machine)
-The object store is a local directory (--storage file --bucket DIR; with SQLite
-it defaults to an "objects" directory beside the database).
+  sqlite:///var/lib/shoal/meta.db            embedded SQLite (one machine)
+  postgres://user:pass@host:5432/shoal       PostgreSQL (many machines)
+  redis://:pass@host:6379/1                  Redis (many machines; also rediss://,
+                                             redis+sentinel://, redis+cluster://)
+The object store holds the file data:
+  --storage file --bucket DIR                a local directory (with SQLite it
+                                             defaults to "objects" beside the database)
+  --storage s3 --bucket http://host:9000/b   any S3-compatible store; credentials from
+                                             AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
 
 format checks that the object store is reachable and writable before it
 writes anything, and refuses to overwrite an existing volume unless --force.`,
 		Example: `  shoal format sqlite:///var/lib/shoal/meta.db
+  shoal format postgres://shoal:secret@db1:5432/shoal --storage s3 --bucket http://s3.lan:9000/shoal
   shoal format sqlite:///srv/meta.db --storage file --bucket /srv/objects --block-size 1M`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -37,8 +44,8 @@ writes anything, and refuses to overwrite an existing volume unless --force.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.Name, "name", "", "volume name (default \"shoal\")")
-	fl.StringVar(&o.Storage, "storage", "file", "object store kind: file")
-	fl.StringVar(&o.Bucket, "bucket", "", "object store location: a directory for file storage")
+	fl.StringVar(&o.Storage, "storage", "file", "object store kind: file or s3")
+	fl.StringVar(&o.Bucket, "bucket", "", "object store location: a directory (file) or an endpoint URL with the bucket (s3)")
 	fl.Var(sizeFlag{&blockSize}, "block-size", "bytes per block object, 4K to 4M (default 4M)")
 	fl.Var(sizeFlag{&capacity}, "capacity", "space quota of the volume, e.g. 100G (default unlimited)")
 	fl.Uint64Var(&o.Inodes, "inodes", 0, "inode quota of the volume (default unlimited)")

@@ -25,9 +25,20 @@ type FormatOptions struct {
 	Force     bool // replace the settings of an existing volume
 }
 
-// Format creates a volume at metaURL after checking that its object store
-// is reachable and writable; nothing is written to the engine before.
+// Format creates a volume at metaURL. It connects to the engine, refuses an
+// existing volume unless o.Force, and checks that the object store is
+// reachable and writable before it writes the volume's settings.
 func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, error) {
+	eng, err := OpenEngine(ctx, metaURL)
+	if err != nil {
+		return meta.Format{}, err
+	}
+	defer eng.Close()
+	if !o.Force {
+		if _, err := eng.Load(ctx); err == nil {
+			return meta.Format{}, fmt.Errorf("formatting %s: %w%s", redact(metaURL), meta.ErrFormatted, formatHint(meta.ErrFormatted, metaURL))
+		}
+	}
 	f, err := newFormat(metaURL, o)
 	if err != nil {
 		return meta.Format{}, err
@@ -35,11 +46,6 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 	if err := checkStore(ctx, f); err != nil {
 		return meta.Format{}, err
 	}
-	eng, err := OpenEngine(ctx, metaURL)
-	if err != nil {
-		return meta.Format{}, err
-	}
-	defer eng.Close()
 	if err := eng.Format(ctx, f, o.Force); err != nil {
 		return meta.Format{}, fmt.Errorf("formatting %s: %w%s", redact(metaURL), err, formatHint(err, metaURL))
 	}
@@ -93,6 +99,11 @@ func checkStore(ctx context.Context, f meta.Format) error {
 	s, err := objopen.Open(ctx, f.Storage, f.Bucket)
 	if err != nil {
 		return fmt.Errorf("object store %s %s: %w", f.Storage, f.Bucket, err)
+	}
+	if c, ok := s.(objopen.Checker); ok {
+		if err := c.Check(ctx); err != nil {
+			return err
+		}
 	}
 	key := "probe/format-" + f.UUID
 	payload := []byte("shoal format probe")
