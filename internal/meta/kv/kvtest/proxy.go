@@ -4,7 +4,9 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Proxy is a loopback TCP proxy in front of a database server. Tests use
@@ -16,9 +18,10 @@ type Proxy struct {
 	target string
 	addr   string
 
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]bool
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[net.Conn]bool
+	latency atomic.Int64 // added to each client→server write, ns
 }
 
 // NewProxy starts a proxy to target (host:port) on a free loopback port.
@@ -34,6 +37,10 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	t.Cleanup(p.Down)
 	return p
 }
+
+// SetLatency delays everything the client sends by d (0: none), which
+// makes round trips count in benchmarks on a noisy machine.
+func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
 
 // Addr is the proxy's host:port.
 func (p *Proxy) Addr() string { return p.addr }
@@ -88,12 +95,12 @@ func (p *Proxy) pipe(c net.Conn) {
 		return
 	}
 	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src) // a closed connection ends the copy
+	cp := func(dst, src net.Conn, delay *atomic.Int64) {
+		p.copy(dst, src, delay) // a closed connection ends the copy
 		done <- struct{}{}
 	}
-	go cp(s, c)
-	go cp(c, s)
+	go cp(s, c, &p.latency)
+	go cp(c, s, nil)
 	<-done
 	_ = c.Close()
 	_ = s.Close()
@@ -101,6 +108,29 @@ func (p *Proxy) pipe(c net.Conn) {
 	delete(p.conns, c)
 	delete(p.conns, s)
 	p.mu.Unlock()
+}
+
+// copy copies src to dst, sleeping *delay before each write if set.
+func (p *Proxy) copy(dst, src net.Conn, delay *atomic.Int64) {
+	if delay == nil {
+		_, _ = io.Copy(dst, src)
+		return
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if d := time.Duration(delay.Load()); d > 0 {
+				time.Sleep(d)
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // track registers a connection pair, or closes it if the proxy went down

@@ -3,9 +3,12 @@ package sqlkv
 import (
 	"context"
 	"encoding/binary"
+	"net/url"
 	"testing"
+	"time"
 
 	"shoal/internal/meta/kv"
+	"shoal/internal/meta/kv/kvtest"
 )
 
 // benchKeys preloads n small keys and returns their names.
@@ -78,6 +81,68 @@ func BenchmarkPostgresTxnGetSet(b *testing.B) {
 			v, err := tx.Get(k)
 			tx.Set(k, v)
 			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPostgresTxnCreateShape is the shape of a create: two reads,
+// then four writes.
+func BenchmarkPostgresTxnCreateShape(b *testing.B) {
+	s := openPG(b)
+	defer s.Close()
+	keys := benchKeys(b, s, 1000)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		err := s.Txn(ctx, func(tx kv.Tx) error {
+			for j := 0; j < 2; j++ {
+				if _, err := tx.Get(keys[(i+j)%len(keys)]); err != nil {
+					return err
+				}
+			}
+			for j := 2; j < 6; j++ {
+				tx.Set(keys[(i+j*100)%len(keys)], []byte("value"))
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPostgresCreateShapeSlowLink is CreateShape over a link adding
+// 1 ms per client write, so round trips dominate and noise does not.
+func BenchmarkPostgresCreateShapeSlowLink(b *testing.B) {
+	u, err := url.Parse(pgSchemaURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := kvtest.NewProxy(b, u.Host)
+	u.Host = p.Addr()
+	s, err := Open(context.Background(), u.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	keys := benchKeys(b, s, 100)
+	p.SetLatency(time.Millisecond)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		err := s.Txn(ctx, func(tx kv.Tx) error {
+			for j := 0; j < 2; j++ {
+				if _, err := tx.Get(keys[(i+j)%len(keys)]); err != nil {
+					return err
+				}
+			}
+			for j := 2; j < 6; j++ {
+				tx.Set(keys[(i+j*10)%len(keys)], []byte("value"))
+			}
+			return nil
 		})
 		if err != nil {
 			b.Fatal(err)

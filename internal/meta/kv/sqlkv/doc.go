@@ -14,9 +14,12 @@
 //
 // # Transactions
 //
-// Reads and writes go to the database as they happen, so the database
-// gives read-your-writes, rollback and ordering; Tx keeps the first error
-// and reports it from every later call and from the transaction. Scan
+// Reads go to the database as they happen. Writes do too in SQLite; in
+// PostgreSQL they are buffered and sent as one array upsert and one array
+// delete before the next read and before commit (batch.go), which saves a
+// network round trip per write. Either way the database gives
+// read-your-writes, rollback and ordering; Tx keeps the first error and
+// reports it from every later call and from the transaction. Scan
 // reads pages of 256 rows with
 //
 //	k >= lo AND k < prefixEnd ORDER BY k LIMIT n

@@ -138,6 +138,13 @@ func (d *pgDialect) rebind(query string) string {
 	return b.String()
 }
 
+// batchQueries: a transaction's writes are sent as (at most) one upsert
+// and one delete over arrays, saving a round trip per write.
+func (d *pgDialect) batchQueries() (string, string) {
+	return "INSERT INTO shoal_kv (k, v) SELECT * FROM unnest(?::bytea[], ?::bytea[]) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+		"DELETE FROM shoal_kv WHERE k = ANY(?::bytea[])"
+}
+
 // schema: bytea compares bytewise (memcmp), which is the kv key order.
 func (d *pgDialect) schema() []string {
 	return []string{

@@ -102,6 +102,10 @@ func (d *sqliteDialect) classify(err error) errClass {
 
 func (d *sqliteDialect) rebind(query string) string { return query }
 
+// batchQueries: none. A write costs SQLite microseconds in-process, so
+// running it at once is as cheap as buffering it.
+func (d *sqliteDialect) batchQueries() (string, string) { return "", "" }
+
 func (d *sqliteDialect) schema() []string {
 	return []string{
 		"CREATE TABLE IF NOT EXISTS shoal_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",

@@ -150,8 +150,15 @@ var queries = [numStmts]string{
 	stmtScanOpen: "SELECT k, v FROM shoal_kv WHERE k >= ? ORDER BY k LIMIT ?",
 }
 
+// prepare prepares the shared queries and the dialect's batch queries
+// (left nil where the dialect has none, which turns batching off).
 func (s *Store) prepare(ctx context.Context, db *sql.DB, st *stmts) error {
-	for i, q := range queries {
+	all := queries
+	all[stmtSetMany], all[stmtDeleteMany] = s.dialect.batchQueries()
+	for i, q := range all {
+		if q == "" {
+			continue
+		}
 		stmt, err := db.PrepareContext(ctx, s.dialect.rebind(q))
 		if err != nil {
 			return s.wrap("prepare", err)

@@ -19,8 +19,10 @@ const (
 	stmtGet = iota
 	stmtSet
 	stmtDelete
-	stmtScan     // k >= lo AND k < hi
-	stmtScanOpen // k >= lo (the prefix has no upper bound)
+	stmtScan       // k >= lo AND k < hi
+	stmtScanOpen   // k >= lo (the prefix has no upper bound)
+	stmtSetMany    // batched upsert (dialects with arrays only)
+	stmtDeleteMany // batched delete (dialects with arrays only)
 	numStmts
 )
 
@@ -38,6 +40,7 @@ type tx struct {
 	stmts    *stmts
 	bound    [numStmts]*sql.Stmt // stmts bound to sqlTx, made on first use
 	readOnly bool
+	pending  map[string]pendingWrite // buffered writes (batching dialects)
 	err      error
 }
 
@@ -61,7 +64,7 @@ func (t *tx) fail(err error) error {
 
 // Get implements kv.Tx.
 func (t *tx) Get(key []byte) ([]byte, error) {
-	if t.err != nil {
+	if t.err != nil || t.flush() != nil {
 		return nil, t.err
 	}
 	var v []byte
@@ -89,13 +92,23 @@ func (t *tx) Set(key, value []byte) {
 // Delete implements kv.Tx.
 func (t *tx) Delete(key []byte) { t.write(stmtDelete, key) }
 
-func (t *tx) write(i int, args ...any) {
+// write runs a Set or Delete now, or buffers it when the dialect batches
+// writes (see batch.go).
+func (t *tx) write(i int, key []byte, value ...[]byte) {
 	if t.err != nil {
 		return
 	}
 	if t.readOnly {
 		t.fail(errReadOnly)
 		return
+	}
+	if t.stmts[stmtSetMany] != nil {
+		t.buffer(i == stmtDelete, key, value...)
+		return
+	}
+	args := []any{key}
+	if len(value) > 0 {
+		args = append(args, value[0])
 	}
 	if _, err := t.stmt(i).ExecContext(t.ctx, args...); err != nil {
 		t.fail(err)
@@ -106,7 +119,7 @@ func (t *tx) write(i int, args ...any) {
 // prefix+after+0x00 (the least key after prefix+after) or prefix itself,
 // and hi is the least key greater than every key with the prefix.
 func (t *tx) Scan(prefix, after []byte, limit int, fn func(key, value []byte) bool) error {
-	if t.err != nil {
+	if t.err != nil || t.flush() != nil {
 		return t.err
 	}
 	lo := make([]byte, 0, len(prefix)+len(after)+1) // never nil: nil binds as NULL

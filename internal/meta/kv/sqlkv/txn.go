@@ -78,6 +78,9 @@ func (s *Store) attempt(ctx context.Context, readOnly bool, fn func(kv.Tx) error
 	}
 	t := &tx{ctx: ctx, sqlTx: sqlTx, stmts: st, readOnly: readOnly}
 	fnErr := fn(t)
+	if fnErr == nil {
+		_ = t.flush() // an error is kept in t.err
+	}
 	if fnErr == nil && t.err == nil {
 		if err := sqlTx.Commit(); err != nil {
 			return s.commitFailed(err)
