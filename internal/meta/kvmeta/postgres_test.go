@@ -58,11 +58,13 @@ func pgSchema(t *testing.T, base string) string {
 }
 
 func TestPostgres(t *testing.T) {
+	t.Parallel() // network-bound: overlap with the other engines' tests
 	base := serviceURL(t, "SHOAL_TEST_PG")
 	metatest.Run(t, func(t *testing.T) meta.Engine { return openSQL(t, pgSchema(t, base)) })
 }
 
 func TestPostgresClients(t *testing.T) {
+	t.Parallel() // network-bound: overlap with the other engines' tests
 	base := serviceURL(t, "SHOAL_TEST_PG")
 	metatest.RunClients(t, func(t *testing.T, n int) []meta.Engine {
 		return openSQLClients(t, pgSchema(t, base), n)

@@ -48,11 +48,13 @@ func redisNamespace(t *testing.T, base string) string {
 }
 
 func TestRedis(t *testing.T) {
+	t.Parallel() // network-bound: overlap with the other engines' tests
 	base := serviceURL(t, "SHOAL_TEST_REDIS")
 	metatest.Run(t, func(t *testing.T) meta.Engine { return openRedis(t, redisNamespace(t, base)) })
 }
 
 func TestRedisClients(t *testing.T) {
+	t.Parallel() // network-bound: overlap with the other engines' tests
 	base := serviceURL(t, "SHOAL_TEST_REDIS")
 	metatest.RunClients(t, func(t *testing.T, n int) []meta.Engine {
 		url := redisNamespace(t, base)
