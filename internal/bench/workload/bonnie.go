@@ -11,8 +11,9 @@ import (
 // Bonnie is the bonnie-style workload (bonnie++ -f -s SIZE -n FILES:MAX:MIN:DIRS):
 // block write, rewrite and block read of one file of FileSize bytes in
 // chunks of Chunk bytes, then sequential and random create, stat and
-// delete of Files small files. The per-character tests of bonnie++ are
-// not run (bonnie++ -f).
+// delete of Files small files. Like bonnie++, block write and rewrite end
+// with a timed fsync. The per-character tests and the seek test of
+// bonnie++ are not run (bonnie++ -f).
 type Bonnie struct {
 	FileSize int64
 	Chunk    int
@@ -48,7 +49,7 @@ func (w *Bonnie) Run(c *Client) {
 	blk := pass{rec: w.Chunk, timeClose: true}
 	c.Phase(Phase{Name: "block write", Unit: UnitMiBps, Total: w.FileSize}, func(m *Meter) error {
 		p := blk
-		p.access, p.create, p.key = seqWrite, true, c.Key(0, 0)
+		p.access, p.create, p.key, p.fsync = seqWrite, true, c.Key(0, 0), true
 		return p.run(c, m, path, w.FileSize)
 	})
 	c.Phase(Phase{Name: "rewrite", Unit: UnitMiBps, Total: w.FileSize}, func(m *Meter) error {
@@ -66,7 +67,7 @@ func (w *Bonnie) Run(c *Client) {
 }
 
 // rewrite reads each chunk, checks it, and writes it back changed, the way
-// bonnie++ does (read, dirty, seek back, write).
+// bonnie++ does (read, dirty, seek back, write), then fsyncs.
 func (w *Bonnie) rewrite(c *Client, m *Meter, path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -85,6 +86,9 @@ func (w *Bonnie) rewrite(c *Client, m *Meter, path string) error {
 		if err == nil {
 			m.Add(int64(n), 1)
 		}
+	}
+	if err == nil {
+		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
