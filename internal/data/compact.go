@@ -32,8 +32,9 @@ func (s *Store) Compact(ctx context.Context, ino meta.Ino, index uint32, slices 
 	err := s.copyRuns(ctx, w, s.NewReader(ino), index, slices)
 	if err == nil {
 		err = w.Close(ctx)
-	} else {
-		w.discard()
+	}
+	if err != nil {
+		out = append(out, w.abort()...)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -87,6 +88,9 @@ func (w *Writer) discard() {
 	w.mu.Lock()
 	w.closed = true
 	for _, s := range w.queue {
+		if s.sealed > 0 {
+			w.dropped = append(w.dropped, s)
+		}
 		for _, b := range s.blocks {
 			if !b.uploading && b.pages != nil {
 				w.s.putPages(b.pages)
@@ -100,6 +104,30 @@ func (w *Writer) discard() {
 	w.mu.Unlock()
 	w.stopTimer()
 	w.s.unregister(w)
+}
+
+// abort drops w's data, waits for its uploads in flight to end, and
+// returns the uncommitted slices that may have stored blocks (ID and Size
+// set), so their objects can be deleted.
+func (w *Writer) abort() []meta.Slice {
+	w.discard()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.uploading > 0 {
+		changed := w.changed
+		w.mu.Unlock()
+		<-changed
+		w.mu.Lock()
+	}
+	var out []meta.Slice
+	for _, s := range w.dropped {
+		s.idMu.Lock()
+		if s.id != 0 {
+			out = append(out, meta.Slice{ID: s.id, Size: s.length})
+		}
+		s.idMu.Unlock()
+	}
+	return out
 }
 
 // DeleteSlice deletes the block objects of slice id of size bytes, in

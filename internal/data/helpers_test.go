@@ -125,6 +125,14 @@ func (e *engine) slices(ino meta.Ino, index uint32) []meta.Slice {
 // readFile reads [off, off+n) of ino through r using the engine's lists.
 func (e *engine) readFile(t testing.TB, r *Reader, ino meta.Ino, off uint64, n int) []byte {
 	t.Helper()
+	out, err := e.readFileE(r, ino, off, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (e *engine) readFileE(r *Reader, ino meta.Ino, off uint64, n int) ([]byte, error) {
 	out := make([]byte, n)
 	buf := out
 	for len(buf) > 0 {
@@ -132,12 +140,12 @@ func (e *engine) readFile(t testing.TB, r *Reader, ino meta.Ino, off uint64, n i
 		pos := uint32(off % meta.ChunkSize)
 		k := min(len(buf), meta.ChunkSize-int(pos))
 		if _, err := r.Read(context.Background(), index, e.slices(ino, index), pos, buf[:k]); err != nil {
-			t.Fatalf("read ino %d off %d len %d: %v", ino, off, k, err)
+			return nil, fmt.Errorf("read ino %d off %d len %d: %w", ino, off, k, err)
 		}
 		buf = buf[k:]
 		off += uint64(k)
 	}
-	return out
+	return out, nil
 }
 
 // model is the byte image a file should read as.

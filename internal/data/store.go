@@ -13,10 +13,11 @@ import (
 )
 
 // ErrCorrupt marks a block whose stored bytes are wrong: the object is
-// shorter or longer than its key says (later also: its checksum does not
-// match). Reads that meet one fail with an error wrapping ErrCorrupt; they
-// never return the wrong bytes.
-var ErrCorrupt = errors.New("corrupt block")
+// shorter or longer than its key says, or (through object.WithChecksum) its
+// checksum does not match. It is object.ErrCorrupt itself, so one errors.Is
+// test covers both layers. Reads that meet one fail with an error wrapping
+// ErrCorrupt; they never return the wrong bytes.
+var ErrCorrupt = object.ErrCorrupt
 
 // errClosed is returned by a Writer used after Close.
 var errClosed = errors.New("data: writer closed")

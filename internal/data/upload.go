@@ -6,7 +6,8 @@ import (
 	"shoal/internal/meta"
 )
 
-// startUpload hands block bi of s to a background upload. The block's
+// startUpload hands block bi of s to a background upload; the caller
+// counted it in s.pending when it sealed it. The block's
 // pages are immutable from here on (findSlice never writes below sealed),
 // so the upload goroutine reads them without w.mu. Called with w.mu held.
 func (w *Writer) startUpload(s *slice, bi int) {
@@ -14,18 +15,17 @@ func (w *Writer) startUpload(s *slice, bi int) {
 	if b.err != nil {
 		b.err = nil
 		w.failures--
-	} else {
-		s.pending++
 	}
 	b.uploading = true
+	w.uploading++
 	size := blockLen(w.s.cfg.BlockSize, s.length, bi)
 	w.s.buf.uploading(1)
 	w.s.wg.Add(1)
-	go w.upload(s, bi, b, size)
+	go w.upload(s, bi, b, size, w.gen)
 }
 
 // upload stores one block and records the outcome.
-func (w *Writer) upload(s *slice, bi int, b *block, size int) {
+func (w *Writer) upload(s *slice, bi int, b *block, size int, gen uint64) {
 	defer w.s.wg.Done()
 	id, err := w.sliceID(s)
 	if err == nil {
@@ -35,6 +35,13 @@ func (w *Writer) upload(s *slice, bi int, b *block, size int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	b.uploading = false
+	w.uploading--
+	if err != nil && !w.closed && gen != w.gen {
+		// A retry was requested while this attempt ran: it is owed a
+		// fresh one, not a report of the old outcome.
+		w.startUpload(s, bi)
+		return
+	}
 	if err != nil && !w.closed {
 		b.err = err
 		w.failures++
@@ -45,6 +52,7 @@ func (w *Writer) upload(s *slice, bi int, b *block, size int) {
 	w.s.putPages(b.pages)
 	b.pages = nil
 	if err != nil {
+		w.notify()
 		return // closed: the data was abandoned by Close
 	}
 	b.done = true
@@ -105,6 +113,7 @@ func (s *Store) put(key string, pages [][]byte, size int) error {
 // retryFailed restarts the upload of every block that failed for good.
 // Called with w.mu held.
 func (w *Writer) retryFailed() {
+	w.gen++
 	if w.failures == 0 {
 		return
 	}

@@ -45,6 +45,9 @@ type Writer struct {
 	committing bool                // a commit goroutine runs
 	commitErr  error               // last commit failure, until retried
 	failures   int                 // blocks whose upload failed for good
+	uploading  int                 // upload goroutines running
+	dropped    []*slice            // slices discarded with blocks sealed
+	gen        uint64              // retry generation, see retryFailed
 	extent     uint64              // cached Extent
 	stale      bool                // extent needs recomputing
 	timer      *time.Timer         // idle commit timer
@@ -200,8 +203,7 @@ func (w *Writer) copyIn(s *slice, off uint32, p []byte) {
 func (w *Writer) sealFull(s *slice) {
 	bs := w.s.cfg.BlockSize
 	for s.sealed < len(s.blocks) && (s.sealed+1)*bs <= int(s.length) {
-		w.startUpload(s, s.sealed)
-		s.sealed++
+		w.seal(s)
 	}
 }
 
@@ -214,10 +216,16 @@ func (w *Writer) freeze(s *slice) {
 	s.frozen = true
 	w.sealFull(s)
 	if s.sealed < len(s.blocks) {
-		w.startUpload(s, s.sealed)
-		s.sealed++
+		w.seal(s)
 	}
 	w.kickCommit()
+}
+
+// seal makes the next block of s immutable and starts its upload.
+func (w *Writer) seal(s *slice) {
+	s.pending++
+	w.startUpload(s, s.sealed)
+	s.sealed++
 }
 
 // freezeOpen freezes every open slice of w.
