@@ -2,6 +2,7 @@ package kvmeta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -187,5 +188,29 @@ func TestAttrRoundTrip(t *testing.T) {
 	}
 	if _, err := decodeAttr([]byte{2, 1}); err == nil {
 		t.Fatal("bad record accepted")
+	}
+}
+
+func TestLoadRefusesNewerFormat(t *testing.T) {
+	e, _, ctx := newTestEngine(t)
+	corrupt(t, e, func(tx kv.Tx) {
+		tx.Set(formatKey(), []byte(`{"name":"t","version":99}`))
+	})
+	if _, err := e.Load(ctx); !errors.Is(err, meta.ErrNewerFormat) {
+		t.Fatalf("Load of a newer volume: %v", err)
+	}
+	fresh := New(&counting{Store: memkv.New()}, Options{})
+	defer fresh.Close()
+	st, err := fresh.Statfs(ctx)
+	if !errors.Is(err, meta.ErrNotFormatted) {
+		t.Fatalf("Statfs of an unformatted store: %+v %v", st, err)
+	}
+}
+
+func TestStatfsDefaults(t *testing.T) {
+	e, _, ctx := newTestEngine(t)
+	st, err := e.Statfs(ctx)
+	if err != nil || st.TotalSpace != defaultCapacity || st.TotalInodes != defaultInodes || st.UsedInodes != 1 {
+		t.Fatalf("statfs %+v %v", st, err)
 	}
 }
