@@ -33,7 +33,12 @@
 //  1. Txn and View take a dedicated connection. Every read is preceded,
 //     in the same round trip, by a WATCH of each key it depends on: the
 //     value's key for Get; for Scan, the sorted set(s) it ranges over and
-//     then the value keys it returns.
+//     then the value keys it returns. One exception saves a round trip: a
+//     transaction's first Get goes without a WATCH. If it stays the only
+//     read it needs no validation (one GET is one consistent state); if
+//     another read follows, that round trip WATCHes and re-reads the key
+//     and a changed value is a conflict; if a commit follows, the commit
+//     script compares the value's SHA-1 before writing anything.
 //  2. Writes are buffered in the transaction (Get and Scan read them
 //     back, merged in key order) and nothing reaches Redis before commit.
 //  3. Commit is MULTI, one EVAL of the commit script (which sets and
@@ -43,7 +48,8 @@
 //     applied its writes: the transaction is equivalent to running alone
 //     at that instant, which is serializability. A View commits the same
 //     way with a PING instead of the script, so its reads are validated
-//     too (one consistent state, as of its EXEC).
+//     too (one consistent state, as of its EXEC). A View of one key is a
+//     single GET and needs neither.
 //  4. If EXEC refuses (redis.TxFailedErr), fn runs again from scratch,
 //     with exponential backoff and jitter. So does it after a connection
 //     error, until the retry bound (30 s by default) is spent; then the

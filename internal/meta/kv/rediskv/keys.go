@@ -45,12 +45,21 @@ func dirMember(key []byte) string {
 
 // commitScript applies a transaction's writes and keeps the index sets in
 // step, atomically (it runs inside MULTI/EXEC after the WATCHed reads).
-// ARGV[1] is the base; then "s", key, value or "d", key per write. A "d"
-// set loses a prefix member only once the prefix's "z" set is empty.
+// ARGV[1] is the base; ARGV[2] the number of checks, each a Redis key and
+// the fingerprint its value must still have (else the script writes
+// nothing and returns 0); then "s", key, value or "d", key per write. A
+// "d" set loses a prefix member only once the prefix's "z" set is empty.
 // KEYS[1] is the namespace's route key, naming the slot in Cluster mode.
 const commitScript = `
 local base = ARGV[1]
-local i = 2
+local i = 3
+for c = 1, tonumber(ARGV[2]) do
+  local cur = redis.call('GET', ARGV[i])
+  local fp = '-'
+  if cur then fp = redis.sha1hex(cur) end
+  if fp ~= ARGV[i + 1] then return 0 end
+  i = i + 2
+end
 while i <= #ARGV do
   local op, k = ARGV[i], ARGV[i + 1]
   local vkey = base .. 'k' .. k

@@ -2,6 +2,8 @@ package rediskv
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 
 	"github.com/redis/go-redis/v9"
@@ -21,7 +23,30 @@ type tx struct {
 	writes   map[string]*write // pending writes by key
 	watched  map[string]bool   // Redis keys WATCHed so far
 	watching bool              // WATCHes are active on the connection
+	rounds   int               // read round trips so far
+	first    *firstRead        // the unWATCHed first Get, until validated
 	err      error
+}
+
+// firstRead is a transaction's first Get, sent without a WATCH: a
+// transaction whose only read it is needs no validation at all (a View of
+// one key costs one round trip). If more reads follow, the next round trip
+// WATCHes the key and re-reads it (pipe); if it commits writes first, the
+// commit script compares it (commit). Either way a changed value is a
+// conflict.
+type firstRead struct {
+	rkey string
+	fp   string // fingerprint of the value read
+}
+
+// fingerprint names a value for comparison: "-" if absent, else its SHA-1
+// in hex (what the commit script computes with redis.sha1hex).
+func fingerprint(v []byte, present bool) string {
+	if !present {
+		return "-"
+	}
+	sum := sha1.Sum(v)
+	return hex.EncodeToString(sum[:])
 }
 
 // write is one buffered Set (value) or Delete (deleted).
@@ -53,25 +78,40 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 		return append([]byte{}, w.value...), nil
 	}
 	rkey := t.s.keys.value(key)
+	unwatched := t.rounds == 0
 	var get *redis.StringCmd
 	err := t.pipe(func(p redis.Pipeliner) {
-		t.watchIn(p, rkey)
+		if !unwatched {
+			t.watchIn(p, rkey)
+		}
 		get = p.Get(t.ctx, rkey)
 	})
 	if err != nil {
 		return nil, t.fail(err)
 	}
-	v, err := get.Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
+	v, present, err := valueOf(get)
 	if err != nil {
 		return nil, t.fail(err)
+	}
+	if unwatched {
+		t.first = &firstRead{rkey: rkey, fp: fingerprint(v, present)}
+	}
+	return v, nil
+}
+
+// valueOf reads a GET reply: nil if absent, non-nil if present.
+func valueOf(get *redis.StringCmd) ([]byte, bool, error) {
+	v, err := get.Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
 	}
 	if v == nil {
 		v = []byte{}
 	}
-	return v, nil
+	return v, true, nil
 }
 
 // Set implements kv.Tx.
@@ -110,22 +150,41 @@ func (t *tx) buffer(key []byte, w *write) {
 }
 
 // pipe sends the commands fn queues in one round trip on the WATCHing
-// connection. Replies that are errors (redis.Nil included) are left in
-// their commands; only a transport error is returned.
+// connection, preceded by the validation of an unWATCHed first read.
+// Replies that are errors (redis.Nil included) are left in their
+// commands; only a transport error, or kv.ErrConflict if the first read
+// went stale, is returned.
 func (t *tx) pipe(fn func(p redis.Pipeliner)) error {
+	first := t.first
+	var recheck *redis.StringCmd
 	cmds, err := t.rtx.Pipelined(t.ctx, func(p redis.Pipeliner) error {
+		if first != nil {
+			t.watchIn(p, first.rkey)
+			recheck = p.Get(t.ctx, first.rkey)
+		}
 		fn(p)
 		return nil
 	})
-	if err == nil || errors.Is(err, redis.Nil) {
-		return nil
+	t.rounds++
+	if err != nil && !errors.Is(err, redis.Nil) {
+		for _, c := range cmds {
+			if c.Err() != nil && !errors.Is(c.Err(), redis.Nil) {
+				return c.Err()
+			}
+		}
+		return err
 	}
-	for _, c := range cmds {
-		if c.Err() != nil && !errors.Is(c.Err(), redis.Nil) {
-			return c.Err()
+	if first != nil {
+		t.first = nil
+		v, present, err := valueOf(recheck)
+		if err != nil {
+			return err
+		}
+		if fingerprint(v, present) != first.fp {
+			return kv.ErrConflict
 		}
 	}
-	return err
+	return nil
 }
 
 // watchIn queues a WATCH of the keys not watched yet. A WATCH must come

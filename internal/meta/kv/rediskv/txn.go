@@ -114,15 +114,23 @@ func (t *tx) commit() error {
 	if len(t.writes) == 0 && len(t.watched) == 0 {
 		return nil
 	}
+	var eval *redis.Cmd
 	_, err := t.rtx.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
 		if len(t.writes) == 0 {
 			p.Ping(t.ctx)
 			return nil
 		}
-		p.Eval(t.ctx, commitScript, []string{t.s.keys.route()}, t.scriptArgs()...)
+		eval = p.Eval(t.ctx, commitScript, []string{t.s.keys.route()}, t.scriptArgs()...)
 		return nil
 	})
 	t.watching = false // EXEC, run or refused, ends every WATCH
+	if err == nil && eval != nil {
+		if n, evalErr := eval.Int(); evalErr != nil {
+			return evalErr
+		} else if n == 0 {
+			return kv.ErrConflict // the unWATCHed first read went stale
+		}
+	}
 	return err
 }
 
@@ -133,8 +141,13 @@ func (t *tx) scriptArgs() []any {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	args := make([]any, 0, 1+3*len(keys))
+	args := make([]any, 0, 4+3*len(keys))
 	args = append(args, t.s.keys.base)
+	if t.first != nil {
+		args = append(args, 1, t.first.rkey, t.first.fp)
+	} else {
+		args = append(args, 0)
+	}
 	for _, k := range keys {
 		if w := t.writes[k]; w.deleted {
 			args = append(args, "d", k)
