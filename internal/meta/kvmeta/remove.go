@@ -17,11 +17,7 @@ func (e *Engine) Unlink(ctx context.Context, parent meta.Ino, name string) (meta
 	}
 	var rm meta.Removed
 	err := e.update(ctx, func(t *txn) error {
-		p, err := t.dirFor(parent, meta.MayWrite|meta.MayExec)
-		if err != nil {
-			return err
-		}
-		ino, typ, err := t.lookup(parent, name)
+		p, ino, typ, err := t.entryToRemove(parent, name)
 		if err != nil {
 			return err
 		}
@@ -41,6 +37,21 @@ func (e *Engine) Unlink(ctx context.Context, parent meta.Ino, name string) (meta
 		return err
 	})
 	return rm, wrap(err, "unlink %d/%q", parent, name)
+}
+
+// entryToRemove finds parent/name for removal. As on Linux, a missing
+// name is ENOENT even where the caller could not remove it: search
+// permission is checked before the lookup, write permission after.
+func (t *txn) entryToRemove(parent meta.Ino, name string) (*meta.Attr, meta.Ino, meta.Type, error) {
+	p, err := t.dirFor(parent, meta.MayExec)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	ino, typ, err := t.lookup(parent, name)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return p, ino, typ, meta.CheckAccess(t.cred, *p, meta.MayWrite|meta.MayExec)
 }
 
 // dropLink takes one link from non-directory ino. A regular file whose
@@ -114,11 +125,7 @@ func (e *Engine) Rmdir(ctx context.Context, parent meta.Ino, name string) error 
 		return err
 	}
 	err := e.update(ctx, func(t *txn) error {
-		p, err := t.dirFor(parent, meta.MayWrite|meta.MayExec)
-		if err != nil {
-			return err
-		}
-		ino, typ, err := t.lookup(parent, name)
+		p, ino, typ, err := t.entryToRemove(parent, name)
 		if err != nil {
 			return err
 		}

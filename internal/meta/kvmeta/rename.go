@@ -83,18 +83,24 @@ func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
 	return rm, nil
 }
 
-// renameSides reads both parents (with write and search permission) and
-// both entries; the target may be missing.
+// renameSides reads both parents and both entries (the target may be
+// missing). Search permission is checked before the source lookup, write
+// permission after it, so a missing source is ENOENT as on Linux.
 func (t *txn) renameSides(req meta.RenameRequest) (src, dst renameSide, err error) {
 	src = renameSide{parent: req.OldParent, name: req.OldName}
 	dst = renameSide{parent: req.NewParent, name: req.NewName}
 	for _, s := range []*renameSide{&src, &dst} {
-		if s.dir, err = t.dirFor(s.parent, meta.MayWrite|meta.MayExec); err != nil {
+		if s.dir, err = t.dirFor(s.parent, meta.MayExec); err != nil {
 			return src, dst, err
 		}
 	}
 	if src.ino, _, err = t.lookup(src.parent, src.name); err != nil {
 		return src, dst, err
+	}
+	for _, s := range []*renameSide{&src, &dst} {
+		if err = meta.CheckAccess(t.cred, *s.dir, meta.MayWrite|meta.MayExec); err != nil {
+			return src, dst, err
+		}
 	}
 	if src.attr, err = t.attr(src.ino); err != nil {
 		return src, dst, err

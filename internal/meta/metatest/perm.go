@@ -43,6 +43,12 @@ func testPermissions(t *testing.T, newEngine Factory) {
 	v.check(err, "lookup as group member")
 	_, err = v.e.Unlink(cb, priv.Ino, "mine")
 	v.wantErrno(err, syscall.EACCES, "unlink without write permission")
+	_, err = v.e.Unlink(cb, priv.Ino, "nope")
+	v.wantErrno(err, syscall.ENOENT, "unlink of a missing name without write permission")
+	_, err = v.e.Rename(cb, meta.RenameRequest{OldParent: priv.Ino, OldName: "nope", NewParent: priv.Ino, NewName: "x"})
+	v.wantErrno(err, syscall.ENOENT, "rename of a missing name without write permission")
+	_, err = v.e.Rename(cb, meta.RenameRequest{OldParent: priv.Ino, OldName: "mine", NewParent: priv.Ino, NewName: "x"})
+	v.wantErrno(err, syscall.EACCES, "rename without write permission")
 	v.wantErrno(v.e.Rmdir(cc, meta.RootIno, "priv"), syscall.EACCES, "rmdir in root as non-root")
 
 	v.wantErrno(v.e.Access(cb, own.Ino, meta.MayRead), 0, "group read")
