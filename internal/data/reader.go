@@ -52,6 +52,11 @@ func (r *Reader) Read(ctx context.Context, index uint32, slices []meta.Slice, po
 		return 0, nil
 	}
 	seq := r.observe(index, pos, len(buf))
+	if seq {
+		// Before reading: the blocks this read needs load in parallel
+		// with the ones after them.
+		r.prefetch(index, slices, pos)
+	}
 	at := 0
 	for _, p := range meta.Resolve(slices, pos, uint32(len(buf))) {
 		dst := buf[at : at+int(p.Len)]
@@ -63,9 +68,6 @@ func (r *Reader) Read(ctx context.Context, index uint32, slices []meta.Slice, po
 		if err := r.readPiece(ctx, index, p, dst, seq); err != nil {
 			return 0, err
 		}
-	}
-	if seq {
-		r.prefetch(index, slices, pos+uint32(len(buf)))
 	}
 	return len(buf), nil
 }
@@ -208,7 +210,7 @@ func sizeErr(err error, want int) error {
 }
 
 // prefetch starts background fetches of the blocks in the ReadAhead window
-// after chunk position end, within this chunk (the next chunk's slices are
+// from chunk position end on, within this chunk (the next chunk's slices are
 // not known here; its first read starts its own window). It tops the window
 // up only when half of it has been consumed, so most reads cost nothing.
 func (r *Reader) prefetch(index uint32, slices []meta.Slice, end uint32) {

@@ -96,7 +96,7 @@ func (s *Store) put(key string, pages [][]byte, size int) error {
 		select {
 		case s.uploads <- struct{}{}:
 		case <-s.ctx.Done():
-			return fmt.Errorf("data: put %s: %w", key, s.ctx.Err())
+			return fmt.Errorf("put %s: %w", key, s.ctx.Err())
 		}
 		err = s.objects.Put(s.ctx, key, newPageReader(pages, s.pageSize, size), int64(size))
 		<-s.uploads
@@ -107,7 +107,7 @@ func (s *Store) put(key string, pages [][]byte, size int) error {
 	if err == nil {
 		err = s.ctx.Err()
 	}
-	return fmt.Errorf("data: put %s: %w", key, err)
+	return fmt.Errorf("put %s: %w", key, err)
 }
 
 // retryFailed restarts the upload of every block that failed for good.
