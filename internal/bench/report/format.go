@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"shoal/internal/bench/machine"
@@ -23,10 +24,14 @@ func value(v float64) string {
 	return fmt.Sprintf("%.3f", v)
 }
 
-// ratio formats a ratio as "0.49×", or "–" when it is not a number.
+// ratio formats a ratio as "0.49×" (two significant digits below 0.1:
+// "0.0021×"), or "–" when it is not a number.
 func ratio(r result.Float) string {
 	if !r.Valid() {
 		return "–"
+	}
+	if v := float64(r); v < 0.1 && v > 0 {
+		return strconv.FormatFloat(v, 'g', 2, 64) + "×"
 	}
 	return fmt.Sprintf("%.2f×", float64(r))
 }

@@ -90,7 +90,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums} .muted{color:#666} .up{
 svg.chart{display:block;margin:8px 0} svg text{font:12px system-ui,sans-serif;fill:#222}
 svg .err{fill:#b42318} svg .rng{stroke:#222;stroke-width:1.2}
 .note{background:#fff7e0;border-left:4px solid #e0a800;padding:6px 10px;margin:6px 0}
-.errl{color:#b42318}
+.errl{color:#b42318} td:first-child{white-space:nowrap}
 </style></head><body>
 <h1>{{.Title}}</h1>
 <p class="muted">Run {{.R.RunID}} · {{.R.Started.Format "2006-01-02 15:04:05 UTC"}} to {{.R.Finished.Format "15:04:05"}} ·

@@ -66,6 +66,14 @@ func TestTableFigures(t *testing.T) {
 	}
 }
 
+func TestRatioFormat(t *testing.T) {
+	for in, want := range map[float64]string{0.5123: "0.51×", 2: "2.00×", 0.0021234: "0.0021×", math.NaN(): "–"} {
+		if got := ratio(result.Float(in)); got != want {
+			t.Errorf("ratio(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestJSONRoundTrip(t *testing.T) {
 	rep := sample()
 	var b bytes.Buffer
