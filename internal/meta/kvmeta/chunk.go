@@ -70,6 +70,11 @@ func (t *txn) file(ino meta.Ino) (*meta.Attr, error) {
 // WriteChunk appends s to the chunk: read attr and chunk, write both.
 // A write by a non-root caller clears setuid (and setgid with group exec),
 // as write(2) does.
+//
+// Committing a slice that the chunk already holds is a no-op for the list,
+// so a caller may retry a commit whose outcome it could not learn (a
+// connection lost during COMMIT) without adding a record that holds no
+// reference of its own.
 func (e *Engine) WriteChunk(ctx context.Context, ino meta.Ino, index uint32, s meta.Slice) (meta.CommitResult, error) {
 	var res meta.CommitResult
 	if uint64(s.Pos)+uint64(s.Len) > meta.ChunkSize || s.Len == 0 {
@@ -84,8 +89,10 @@ func (e *Engine) WriteChunk(ctx context.Context, ino meta.Ino, index uint32, s m
 		if err != nil {
 			return err
 		}
-		ss = append(ss, s)
-		t.setChunk(ino, index, ss)
+		if s.ID == 0 || !slices.Contains(ss, s) {
+			ss = append(ss, s)
+			t.setChunk(ino, index, ss)
+		}
 		if end := uint64(index)*meta.ChunkSize + uint64(s.Pos+s.Len); end > a.Length {
 			t.setLength(a, end)
 		}

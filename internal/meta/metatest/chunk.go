@@ -62,6 +62,11 @@ func testChunks(t *testing.T, newEngine Factory) {
 	if res.SliceCount != 2 || res.Attr.Length != 150 {
 		t.Fatalf("commit result %+v", res)
 	}
+	res, err = v.e.WriteChunk(v.ctx, f.Ino, 0, s2)
+	v.check(err, "repeated commit of one slice")
+	if res.SliceCount != 2 {
+		t.Fatalf("a repeated commit added a record: %+v", res)
+	}
 	ss, err := v.e.ReadChunk(v.ctx, f.Ino, 0)
 	v.check(err, "read chunk")
 	if !reflect.DeepEqual(ss, []meta.Slice{s1, s2}) {
