@@ -58,5 +58,14 @@
 //     ftruncate(2), they were authorised when the file was opened, which
 //     the vfs checks with Access.
 //
+// # Admin work
+//
+// The Engine also implements the optional interfaces of meta/admin.go:
+// meta.Scanner (orphans, every slice record, for session reclaim and gc),
+// meta.Checker (fsck: link counts, parents, reference counts, orphan marks
+// and usage counters recomputed from the entries and chunk records, with
+// repair) and meta.Dumper (a portable dump that restores into any kv
+// backend).
+//
 // Import rules: kvmeta imports meta and kv only, never a kv backend.
 package kvmeta
