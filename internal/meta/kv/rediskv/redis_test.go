@@ -217,10 +217,31 @@ func TestRedisUnavailableBound(t *testing.T) {
 	}
 }
 
-// TestRedisSentinel runs a real Sentinel on loopback watching the test
-// server as its master and opens the store through it.
-func TestRedisSentinel(t *testing.T) {
-	u, err := url.Parse(redisNamespaceURL(t))
+// TestRedisSentinelConformance runs a real Sentinel on loopback watching
+// the test server as its master, and the conformance suite through it.
+func TestRedisSentinelConformance(t *testing.T) {
+	sentinel := startSentinel(t)
+	kvtest.Run(t, func(t *testing.T) kv.Store {
+		u, err := url.Parse(redisNamespaceURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(context.Background(), fmt.Sprintf("redis+sentinel://%s/m%s?%s", sentinel, u.Path, u.RawQuery))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(s.Name(), "redis+sentinel://"+sentinel+"/m") {
+			t.Errorf("Name() = %q", s.Name())
+		}
+		return s
+	})
+}
+
+// startSentinel starts a Sentinel (stopped when t ends) monitoring the
+// SHOAL_TEST_REDIS server as master "m" and returns its address once a
+// client can find the master through it.
+func startSentinel(t *testing.T) string {
+	u, err := url.Parse(redisBase(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,27 +261,15 @@ func TestRedisSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	surl := fmt.Sprintf("redis+sentinel://127.0.0.1:%d/m%s?%s", port, u.Path, u.RawQuery)
-	var s kv.Store
-	for i := 0; ; i++ { // the sentinel needs a moment to listen
-		if s, err = Open(context.Background(), surl); err == nil || i == 50 {
-			break
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	waitFor(t, "sentinel "+addr, func() bool {
+		s, err := Open(context.Background(), "redis+sentinel://"+addr+"/m?ns=probe")
+		if err == nil {
+			s.Close()
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("Open %s: %v", surl, err)
-	}
-	defer s.Close()
-	k := []byte("via-sentinel")
-	for i := 0; i < 3; i++ {
-		if err := s.Txn(context.Background(), increment(k)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !strings.HasPrefix(s.Name(), "redis+sentinel://127.0.0.1:") {
-		t.Errorf("Name() = %q", s.Name())
-	}
+		return err == nil
+	})
+	return addr
 }
 
 func freePort(t *testing.T) int {
