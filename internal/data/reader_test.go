@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"shoal/internal/meta"
 	"shoal/internal/object"
@@ -37,22 +38,25 @@ func randomRange(rng *rand.Rand, maxLen int) (uint64, int) {
 // model engine, and checks random reads (holes, overwrites, punched holes,
 // chunk and block boundaries) against a byte image.
 func TestReaderModel(t *testing.T) {
-	for _, bs := range []int{4096, 20_000, 64 << 10} {
-		t.Run(fmt.Sprintf("bs=%d", bs), func(t *testing.T) {
-			runModel(t, bs, 4000, uint64(bs))
+	for _, c := range []struct {
+		bs   int
+		idle time.Duration
+	}{{4096, 0}, {4096, time.Millisecond}, {20_000, 0}, {64 << 10, 0}} {
+		t.Run(fmt.Sprintf("bs=%d/idle=%v", c.bs, c.idle), func(t *testing.T) {
+			runModel(t, Config{BlockSize: c.bs, CacheSize: 20 * int64(c.bs), ReadAhead: 3, IdleCommit: c.idle}, 3000, uint64(c.bs)+uint64(c.idle))
 		})
 	}
 }
 
-func runModel(t *testing.T, blockSize, ops int, seed uint64) {
-	s := newTestStore(t, newMem(), Config{BlockSize: blockSize, CacheSize: 20 * int64(blockSize), ReadAhead: 3})
+func runModel(t *testing.T, cfg Config, ops int, seed uint64) {
+	s := newTestStore(t, newMem(), cfg)
+	blockSize := cfg.BlockSize
 	e := newEngine(nil)
 	const ino = 5
 	w := s.NewWriter(ino, e.newID, e.committer(ino))
 	readers := []*Reader{s.NewReader(ino), s.NewReader(ino)}
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var m model
-	dirty := false
 	for i := 0; i < ops; i++ {
 		switch op := rng.IntN(100); {
 		case op < 45:
@@ -60,37 +64,57 @@ func runModel(t *testing.T, blockSize, ops int, seed uint64) {
 			p := pattern(byte(i), off, n)
 			m.write(off, p)
 			writeAll(t, w, off, p)
-			dirty = true
 		case op < 50:
 			flush(t, w) // the vfs flushes before it punches a hole
-			dirty = false
 			off, n := randomRange(rng, 2*blockSize)
 			punch(e, ino, off, n)
 			m.write(off, make([]byte, n))
 		case op < 58:
 			flush(t, w)
-			dirty = false
 			compactLong(t, s, e, ino, 60)
 		default:
-			if dirty {
-				flush(t, w)
-				dirty = false
-			}
 			off, n := randomRange(rng, 3*blockSize)
 			r := readers[rng.IntN(len(readers))]
+			runs := 1
 			if rng.IntN(3) == 0 { // a sequential run
-				for k := 0; k < 6; k++ {
-					mustEqual(t, fmt.Sprintf("op %d seq read %d+%d", i, off, n), e.readFile(t, r, ino, off, n), m.read(off, n))
-					off += uint64(n)
-				}
-				continue
+				runs = 6
 			}
-			mustEqual(t, fmt.Sprintf("op %d read %d+%d", i, off, n), e.readFile(t, r, ino, off, n), m.read(off, n))
+			for k := 0; k < runs; k++ {
+				got, err := readPending(e, r, w, ino, off, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustEqual(t, fmt.Sprintf("op %d read %d+%d", i, off, n), got, m.read(off, n))
+				off += uint64(n)
+			}
 		}
 	}
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	mustEqual(t, "after close", e.readFile(t, readers[0], ino, 0, len(m.data)), m.data)
+}
+
+// readPending reads [off, off+n) without flushing, as the vfs does: the
+// writer's pending snapshot, then the committed list, then paint.
+func readPending(e *engine, r *Reader, w *Writer, ino meta.Ino, off uint64, n int) ([]byte, error) {
+	out := make([]byte, n)
+	buf := out
+	for len(buf) > 0 {
+		index := uint32(off / meta.ChunkSize)
+		pos := uint32(off % meta.ChunkSize)
+		k := min(len(buf), meta.ChunkSize-int(pos))
+		p := w.Pending(index, pos, k)
+		if _, err := r.Read(context.Background(), index, e.slices(ino, index), pos, buf[:k]); err != nil {
+			return nil, err
+		}
+		if err := p.Apply(context.Background(), r, index, buf[:k]); err != nil {
+			return nil, err
+		}
+		buf = buf[k:]
+		off += uint64(k)
+	}
+	return out, nil
 }
 
 // punch appends hole slices (ID 0) over [off, off+n), as the engine does for
