@@ -2,6 +2,7 @@ package rediskv
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"shoal/internal/meta/kv"
@@ -53,5 +54,46 @@ func TestFirstReadValidated(t *testing.T) {
 				t.Fatalf("b = %q, %v; want 2 (copied from the current a)", got, err)
 			}
 		})
+	}
+}
+
+func TestFnConflictRetried(t *testing.T) {
+	s := openRedis(t)
+	defer s.Close()
+	ctx := context.Background()
+	runs := 0
+	err := s.Txn(ctx, func(tx kv.Tx) error {
+		runs++
+		if runs == 1 {
+			tx.Set([]byte("left-over"), []byte("x"))
+			return kv.ErrConflict
+		}
+		tx.Set([]byte("kept"), []byte("y"))
+		return nil
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("Txn = %v after %d runs, want nil after 2", err, runs)
+	}
+	err = s.View(ctx, func(tx kv.Tx) error {
+		a, err1 := tx.Get([]byte("left-over"))
+		b, err2 := tx.Get([]byte("kept"))
+		if a != nil || string(b) != "y" {
+			t.Errorf("left-over=%q kept=%q: want the first run's write gone", a, b)
+		}
+		return errors.Join(err1, err2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRedisCanceledContext(t *testing.T) {
+	s := openRedis(t)
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.Txn(ctx, func(tx kv.Tx) error { _, err := tx.Get([]byte("k")); return err })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Txn with a canceled ctx: %v, want context.Canceled", err)
 	}
 }

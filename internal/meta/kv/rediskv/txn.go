@@ -34,11 +34,12 @@ func (s *Store) txn(ctx context.Context, readOnly bool, fn func(kv.Tx) error) er
 	deadline := time.Now().Add(s.retryTimeout)
 	for attempt := 0; ; attempt++ {
 		class, err := s.attempt(ctx, readOnly, fn)
+		if ctxErr := ctx.Err(); err != nil && ctxErr != nil {
+			// Canceled or timed out: whatever failed, say so first.
+			return fmt.Errorf("rediskv: %s: %w (%v)", s.name, ctxErr, err)
+		}
 		if class == classFatal {
 			return err
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return fmt.Errorf("rediskv: %s: %w (after %v)", s.name, ctxErr, err)
 		}
 		delay := backoff(class, attempt)
 		if time.Now().Add(delay).After(deadline) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 
@@ -62,6 +63,11 @@ func (d *sqliteDialect) dsn(params string) string {
 // open opens one writer connection (in-process writers queue for it
 // instead of spinning on SQLITE_BUSY) and a pool of query-only readers.
 func (d *sqliteDialect) open(ctx context.Context) (*sql.DB, *sql.DB, error) {
+	// Metadata names every file: create the database readable by its
+	// owner only (SQLite gives the -wal and -shm files the same mode).
+	if f, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		_ = f.Close()
+	}
 	wdb, err := d.openPool(ctx, sqliteWriteParams, 1)
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -253,5 +254,21 @@ func TestPrefixEnd(t *testing.T) {
 		if got := prefixEnd(c.in); string(got) != string(c.want) || (got == nil) != (c.want == nil) {
 			t.Errorf("prefixEnd(%x) = %x, want %x", c.in, got, c.want)
 		}
+	}
+}
+
+func TestSQLiteFileMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s, err := Open(context.Background(), "sqlite://"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("database mode %v, want 0600", fi.Mode().Perm())
 	}
 }
