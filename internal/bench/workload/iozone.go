@@ -149,9 +149,6 @@ func (w *Iozone) runSet(c *Client, suffix string, workers int, size int64, rec i
 	rng := rand.New(rand.NewPCG(w.Seed, uint64(c.Index)<<32|uint64(set)))
 	for _, t := range w.tests() {
 		p := Phase{Name: t + suffix, Unit: UnitMiBps, Cold: t == "read", Total: size * int64(workers)}
-		if t == "mixed" {
-			p.Total /= 2
-		}
 		c.Phase(p, func(m *Meter) error { return w.parallel(c, m, files, t, size, rec, rng) })
 	}
 	for _, f := range files {
