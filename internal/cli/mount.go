@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -30,6 +31,7 @@ type mountOptions struct {
 	logFile         string
 	bufferSize      int64
 	cacheSize       int64
+	cpuProfile      string
 }
 
 func (o *mountOptions) register(cmd *cobra.Command) {
@@ -41,6 +43,7 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.BoolVar(&o.allowOther, "allow-other", true, "let users other than the one who mounted use the mount (permissions still apply)")
 	fl.BoolVar(&o.debug, "debug", false, "log every FUSE request")
 	fl.StringVar(&o.logFile, "log", "", "log file (default: stderr, or a file in the temp dir with --background)")
+	fl.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the mount process to this file (for diagnosing slowness)")
 	o.bufferSize, o.cacheSize = 256<<20, 256<<20
 	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
 	fl.Var(sizeFlag{&o.cacheSize}, "cache-size", "in-memory read cache of blocks")
@@ -95,6 +98,13 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 		return err
 	}
 	defer closeLog()
+	if o.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	vol, err := volume.Open(ctx, metaURL, volume.Options{
 		Data:   data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
 		Logger: logger,
@@ -172,4 +182,17 @@ func openLogger(path string, debug bool) (*slog.Logger, func(), error) {
 	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
 	return logger, closeFn, nil
+}
+
+// startCPUProfile profiles the process until the returned func is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

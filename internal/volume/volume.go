@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"shoal/internal/data"
 	"shoal/internal/meta"
@@ -69,7 +70,10 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 		_ = eng.Close()
 		return nil, fmt.Errorf("opening the volume's object store (%s %s): %w", f.Storage, f.Bucket, err)
 	}
-	objects = object.WithRetry(objects, 5, 0)
+	// Retries sit under the checksums: a block is verified as it arrives
+	// from whichever attempt delivered it. Every format-1 volume checksums
+	// its blocks (docs/format.md).
+	objects = object.WithChecksum(object.WithRetry(objects, 5, 100*time.Millisecond))
 	dc := opts.Data
 	dc.BlockSize = f.BlockSize
 	if dc.Logger == nil {
