@@ -197,36 +197,37 @@ type RenameCheck struct {
 	Dst   *Attr // the entry it replaces (or exchanges with); nil if none
 	// DstEmpty says the Dst directory has no entries.
 	DstEmpty bool
-	// IntoOwnSubtree says a moved directory would land inside itself: the
-	// source directory is the new parent or one of its ancestors (or, for
-	// an exchange, the same of the target directory and the old parent).
+	// IntoOwnSubtree says the source is a directory that is the new
+	// parent or one of its ancestors: it would land inside itself.
 	IntoOwnSubtree bool
+	// DstIsAncestor says the target is a directory that is the old parent
+	// or one of its ancestors (rename("a/b/c", "a") and the like).
+	DstIsAncestor bool
 }
 
-// CheckRename applies rename(2) and renameat2(2) legality: EINVAL for
-// unknown or contradictory flags, RENAME_WHITEOUT and moves into the own
-// subtree; EEXIST for RENAME_NOREPLACE onto an entry; ENOENT for
-// RENAME_EXCHANGE without a target; EISDIR (directory onto non-directory),
-// ENOTDIR (non-directory onto directory) and ENOTEMPTY otherwise.
+// CheckRename applies rename(2) and renameat2(2) legality, in Linux's
+// order of precedence: EINVAL for bad flags; ENOENT for RENAME_EXCHANGE
+// without a target; EEXIST for RENAME_NOREPLACE onto an entry; EINVAL for
+// a move into the own subtree; ENOTEMPTY (EINVAL for an exchange) onto an
+// ancestor of the source; then ENOTDIR (directory onto non-directory),
+// EISDIR (non-directory onto directory) and ENOTEMPTY (onto a non-empty
+// directory).
 func CheckRename(r RenameCheck) error {
 	if err := CheckRenameFlags(r.Flags); err != nil {
 		return err
 	}
+	exchange := r.Flags&RenameExchange != 0
 	switch {
-	case r.Flags&RenameExchange != 0:
-		if r.Dst == nil {
-			return syscall.ENOENT
-		}
-		if r.IntoOwnSubtree {
-			return syscall.EINVAL
-		}
-		return nil
-	case r.IntoOwnSubtree:
-		return syscall.EINVAL
-	case r.Dst == nil:
-		return nil
-	case r.Flags&RenameNoReplace != 0:
+	case exchange && r.Dst == nil:
+		return syscall.ENOENT
+	case r.Flags&RenameNoReplace != 0 && r.Dst != nil:
 		return syscall.EEXIST
+	case r.IntoOwnSubtree, r.DstIsAncestor && exchange:
+		return syscall.EINVAL
+	case r.DstIsAncestor:
+		return syscall.ENOTEMPTY
+	case exchange || r.Dst == nil:
+		return nil
 	}
 	srcDir, dstDir := r.Src.Type == TypeDir, r.Dst.Type == TypeDir
 	switch {

@@ -132,9 +132,6 @@ func (e *Engine) Link(ctx context.Context, ino meta.Ino, parent meta.Ino, name s
 		if err != nil {
 			return err
 		}
-		if a.Type == meta.TypeDir {
-			return syscall.EPERM
-		}
 		p, err := t.dirFor(parent, meta.MayExec)
 		if err != nil {
 			return err
@@ -146,6 +143,8 @@ func (e *Engine) Link(ctx context.Context, ino meta.Ino, parent meta.Ino, name s
 			return err
 		}
 		switch {
+		case a.Type == meta.TypeDir:
+			return syscall.EPERM
 		case a.Nlink == 0 || p.Nlink == 0:
 			return syscall.ENOENT
 		case a.Nlink >= maxLinks:

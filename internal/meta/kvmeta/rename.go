@@ -131,11 +131,9 @@ func (t *txn) checkRename(flags uint32, src, dst renameSide) error {
 			rc.DstEmpty = empty
 		}
 	}
-	into, err := t.intoOwnSubtree(flags, src, dst)
-	if err != nil {
+	if err := t.ancestry(&rc, src, dst); err != nil {
 		return err
 	}
-	rc.IntoOwnSubtree = into
 	if err := meta.CheckRename(rc); err != nil {
 		return err
 	}
@@ -165,22 +163,23 @@ func (t *txn) checkRenamePerms(flags uint32, src, dst renameSide) error {
 	return nil
 }
 
-// intoOwnSubtree reports whether a directory would move under itself: the
-// moved directory is the new parent or one of its ancestors (and, for an
-// exchange, likewise for the target directory and the old parent).
-func (t *txn) intoOwnSubtree(flags uint32, src, dst renameSide) (bool, error) {
+// ancestry fills in whether a directory would move under itself (the
+// source is the new parent or its ancestor) and whether the target is the
+// old parent or its ancestor. Within one directory neither can happen.
+func (t *txn) ancestry(rc *meta.RenameCheck, src, dst renameSide) error {
 	if src.parent == dst.parent {
-		return false, nil
+		return nil
 	}
+	var err error
 	if src.attr.Type == meta.TypeDir {
-		if in, err := t.isAncestor(src.ino, dst.parent); in || err != nil {
-			return in, err
+		if rc.IntoOwnSubtree, err = t.isAncestor(src.ino, dst.parent); err != nil {
+			return err
 		}
 	}
-	if flags&meta.RenameExchange != 0 && dst.attr != nil && dst.attr.Type == meta.TypeDir {
-		return t.isAncestor(dst.ino, src.parent)
+	if dst.attr != nil && dst.attr.Type == meta.TypeDir {
+		rc.DstIsAncestor, err = t.isAncestor(dst.ino, src.parent)
 	}
-	return false, nil
+	return err
 }
 
 // isAncestor walks from dir up to the root through the directories' Parent

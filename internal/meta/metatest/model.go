@@ -251,27 +251,25 @@ func setParent(n, dir *mnode) {
 // renameErrno is rename(2)'s outcome on the model.
 func (m *modelRun) renameErrno(sd *mnode, sn string, dd *mnode, dn string, flags uint32) syscall.Errno {
 	src, dst := sd.kids[sn], dd.kids[dn]
+	exchange := flags == meta.RenameExchange
 	switch {
 	case src == nil:
 		return syscall.ENOENT
-	case src == dst && flags == meta.RenameNoReplace:
+	case exchange && dst == nil:
+		return syscall.ENOENT
+	case flags == meta.RenameNoReplace && dst != nil:
 		return syscall.EEXIST
 	case src == dst:
 		return 0
-	case flags == meta.RenameExchange:
-		if dst == nil {
-			return syscall.ENOENT
-		}
-		if (src.typ == meta.TypeDir && isUnder(dd, src)) || (dst.typ == meta.TypeDir && isUnder(sd, dst)) {
+	case sd != dd && src.typ == meta.TypeDir && isUnder(dd, src):
+		return syscall.EINVAL
+	case sd != dd && dst != nil && dst.typ == meta.TypeDir && isUnder(sd, dst):
+		if exchange {
 			return syscall.EINVAL
 		}
+		return syscall.ENOTEMPTY
+	case exchange || dst == nil:
 		return 0
-	case src.typ == meta.TypeDir && isUnder(dd, src):
-		return syscall.EINVAL
-	case dst == nil:
-		return 0
-	case flags == meta.RenameNoReplace:
-		return syscall.EEXIST
 	case src.typ == meta.TypeDir && dst.typ != meta.TypeDir:
 		return syscall.ENOTDIR
 	case src.typ != meta.TypeDir && dst.typ == meta.TypeDir:
