@@ -1,0 +1,81 @@
+// Package gc finds and removes garbage in a volume's object store: block
+// objects no slice refers to (leaked, e.g. uploaded by a client that
+// crashed before committing the slice) and the objects of freed slices
+// (slices whose last reference is gone; normally a mount's cleaner deletes
+// them). It also reports damage it meets on the way: slices the metadata
+// refers to whose objects are missing.
+//
+// It owns the collection algorithm and its report; the CLI (internal/cli,
+// "shoal gc") opens the volume and prints. Import rules: gc imports meta
+// (types, Engine, Scanner), object and data (BlockKey, DeleteSlice); never
+// an engine or backend package, vfs or cli.
+//
+// # The race with live writers
+//
+// A writer uploads the blocks of a new slice BEFORE it commits the slice
+// to the engine (data's invariant 1). Between the two, its objects are in
+// the store and referenced by nothing: to a collector they look exactly
+// like leaked objects. Deleting one would lose data that fsync is about to
+// acknowledge. A scan of the metadata is also not a snapshot: the engine
+// gives a consistent view per inode only (meta.Scanner).
+//
+// The rule that makes this safe: an unreferenced object is deleted only if
+// its ModTime is older than T0 − grace, where T0 is the store's clock read
+// BEFORE the metadata scan starts. It rests on one assumption about writers:
+//
+//	(W) no client holds a stored block uncommitted for longer than grace.
+//
+// The data layer commits a slice within seconds of its last write
+// (IdleCommit, 3 s; at most ten times that while it keeps growing), plus
+// upload retries and engine outages, so the default grace of one hour
+// leaves a wide margin. Proof sketch: let o be an object of slice X with
+// ModTime(o) < T0 − grace. If X was committed before the scan read the
+// inode holding it, the scan saw X and o is live. Otherwise X commits after
+// that read, which is after T0, so its writer held o uncommitted for more
+// than grace, contradicting (W). Objects younger than the cut-off are only
+// reported ("young"), never deleted.
+//
+// Steps, in this order, and why:
+//
+//  1. T0 from the store's clock: gc puts a probe object and reads its
+//     ModTime back, so skew between this machine and an S3 server does not
+//     matter. For file storage that is the local clock of the machine the
+//     store directory lives on (gc must run there, as the mount does). A
+//     dry run whose probe cannot be written (a read-only credential) falls
+//     back to the local clock and says so in the report.
+//  2. The freed list, read before the scan: a slice freed before the scan
+//     started cannot be referenced by it, so a slice in both sets is damage
+//     and is left alone.
+//  3. The metadata scan (ScanSlices): the set of referenced slices.
+//  4. The object listing, AFTER the scan. Every slice the scan saw was
+//     committed, so its blocks were stored before the listing began; a
+//     block missing from the listing is damage, unless the slice was freed
+//     and deleted in the meantime, which gc re-checks (the block is Headed
+//     again and the chunk re-read) before reporting it. Listing first would
+//     report every slice written between the listing and the scan as
+//     missing.
+//  5. Deletion (unless a dry run): before deleting leaked objects, a second
+//     scan confirms none of their slices became referenced. This covers a
+//     gap in (W)'s proof: copy_file_range can give an OLD slice a new
+//     holder — an inode created after the scan listed the inodes — while
+//     the old holder drops it before the scan reaches it. The confirmation
+//     scan narrows that window to two such moves timed around two scans; it
+//     does not close it. Closing it needs a snapshot scan or a
+//     reference lookup by slice id from the engine.
+//
+// Freed slices' objects are deleted only with DeleteFreed, without grace:
+// the engine says no reference remains, and none can come back (slice ids
+// are never reused and references are only added by copying a live one).
+// Their freed-list entries are dropped (ForgetFreed) after their objects
+// are gone. Deletes are idempotent, so gc may overlap with a mount's
+// cleaner or another gc.
+//
+// Keys under chunks/ that do not parse as block keys (or whose directory
+// levels do not match the id) are reported as foreign and never deleted;
+// nothing outside chunks/ is looked at.
+//
+// Memory: the referenced slices are held in a map (about 50 bytes per
+// slice), and leaked keys in a list; a volume with tens of millions of
+// slices needs a few GiB. A merge of two sorted streams would not, but
+// needs sorted scans the engines do not offer yet.
+package gc

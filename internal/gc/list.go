@@ -1,0 +1,117 @@
+package gc
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"shoal/internal/data"
+	"shoal/internal/meta"
+	"shoal/internal/object"
+)
+
+// chunkPrefix is where block objects live (data.BlockKey).
+const chunkPrefix = "chunks/"
+
+// listPage is how many objects one List call returns.
+const listPage = 1000
+
+// BlockRef is what a block key names.
+type BlockRef struct {
+	ID    meta.SliceID
+	Index int
+	Size  int
+}
+
+// ParseKey parses a block key made by data.BlockKey:
+// "chunks/<id/1e6>/<id/1e3>/<id>_<index>_<size>". ok is false for any
+// other key, including one whose directory levels do not match its id.
+func ParseKey(key string) (BlockRef, bool) {
+	rest, ok := strings.CutPrefix(key, chunkPrefix)
+	if !ok {
+		return BlockRef{}, false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 {
+		return BlockRef{}, false
+	}
+	fields := strings.Split(parts[2], "_")
+	if len(fields) != 3 {
+		return BlockRef{}, false
+	}
+	id, err1 := strconv.ParseUint(fields[0], 10, 64)
+	index, err2 := strconv.Atoi(fields[1])
+	size, err3 := strconv.Atoi(fields[2])
+	if err1 != nil || err2 != nil || err3 != nil || id == 0 || index < 0 || size <= 0 {
+		return BlockRef{}, false
+	}
+	b := BlockRef{ID: meta.SliceID(id), Index: index, Size: size}
+	if data.BlockKey(b.ID, b.Index, b.Size) != key {
+		return BlockRef{}, false // non-canonical: leading zeros, wrong levels
+	}
+	return b, true
+}
+
+// blocks returns how many blocks a slice of size bytes has, and the size
+// of block i.
+func blocks(blockSize int, size uint32) int { return (int(size) + blockSize - 1) / blockSize }
+
+func blockLen(blockSize int, size uint32, i int) int {
+	return min(blockSize, int(size)-i*blockSize)
+}
+
+// list pages through the block objects and classifies each.
+func (c *collector) list(ctx context.Context) error {
+	c.prog.set("listing objects", 0, 0)
+	after := ""
+	for {
+		infos, err := c.store.List(ctx, chunkPrefix, after, listPage)
+		if err != nil {
+			return fmt.Errorf("gc: listing %s after %q: %w", c.store, after, err)
+		}
+		for _, info := range infos {
+			c.classify(info)
+		}
+		c.prog.add(int64(len(infos)))
+		if len(infos) < listPage {
+			return nil
+		}
+		after = infos[len(infos)-1].Key
+	}
+}
+
+// classify files one listed object under live, freed, leaked, young or
+// foreign.
+func (c *collector) classify(info object.Info) {
+	c.rep.Objects.add(info.Size)
+	b, ok := ParseKey(info.Key)
+	if !ok {
+		c.rep.Foreign.add(info.Size)
+		c.sample(&c.rep.Foreigners, info.Key)
+		return
+	}
+	if r, ok := c.refs[b.ID]; ok && c.expected(r.size, b) {
+		r.found++
+		c.rep.Live.add(info.Size)
+		return
+	}
+	if _, ok := c.freed[b.ID]; ok {
+		c.rep.FreedObjs.add(info.Size)
+		c.freedObjs = append(c.freedObjs, info)
+		return
+	}
+	if !info.ModTime.Before(c.rep.Cutoff) {
+		c.rep.Young.add(info.Size)
+		c.sample(&c.rep.YoungKeys, info.Key)
+		return
+	}
+	c.rep.Leaked.add(info.Size)
+	c.sample(&c.rep.LeakedKeys, info.Key)
+	c.leaked = append(c.leaked, info)
+}
+
+// expected reports whether b is one of the blocks of a slice of size bytes.
+func (c *collector) expected(size uint32, b BlockRef) bool {
+	return b.Index < blocks(c.o.BlockSize, size) && b.Size == blockLen(c.o.BlockSize, size, b.Index)
+}
