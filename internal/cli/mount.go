@@ -17,6 +17,8 @@ import (
 
 	"shoal/internal/data"
 	"shoal/internal/fusefs"
+	"shoal/internal/meta"
+	"shoal/internal/vfs"
 	"shoal/internal/volume"
 )
 
@@ -32,6 +34,9 @@ type mountOptions struct {
 	bufferSize      int64
 	cacheSize       int64
 	cpuProfile      string
+	strict          bool
+	heartbeat       time.Duration
+	sessionTimeout  time.Duration
 }
 
 func (o *mountOptions) register(cmd *cobra.Command) {
@@ -43,6 +48,9 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.BoolVar(&o.allowOther, "allow-other", true, "let users other than the one who mounted use the mount (permissions still apply)")
 	fl.BoolVar(&o.debug, "debug", false, "log every FUSE request")
 	fl.StringVar(&o.logFile, "log", "", "log file (default: stderr, or a file in the temp dir with --background)")
+	fl.BoolVar(&o.strict, "strict", false, "no kernel caching of names, attributes or pages: every open and stat asks the engine (slower; for workloads that poll files other machines change)")
+	fl.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "how often this mount tells the engine it is alive")
+	fl.DurationVar(&o.sessionTimeout, "session-timeout", 60*time.Second, "how long a silent mount lives before other mounts release its locks and unlinked files")
 	fl.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the mount process to this file (for diagnosing slowness)")
 	o.bufferSize, o.cacheSize = 256<<20, 256<<20
 	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
@@ -107,15 +115,25 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	}
 	vol, err := volume.Open(ctx, metaURL, volume.Options{
 		Data:   data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
+		VFS:    vfs.Config{Strict: o.strict},
 		Logger: logger,
 	})
 	if err != nil {
 		return err
 	}
+	if o.strict {
+		o.attrTimeout, o.entryTimeout, o.negativeTimeout = 0, 0, 0
+	}
+	if err := vol.FS.BeginSession(ctx, sessionConfig(mp, o)); err != nil {
+		_ = vol.Close(ctx)
+		return fmt.Errorf("registering the mount with the metadata engine: %w", err)
+	}
 	fsys := fusefs.New(vol.FS, fusefs.Options{
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
 	})
-	srv, err := fusefs.Mount(mp, fsys, fusefs.MountConfig{FsName: "shoal:" + vol.Format.Name, AllowOther: o.allowOther, Debug: o.debug})
+	srv, err := fusefs.Mount(mp, fsys, fusefs.MountConfig{
+		FsName: "shoal:" + vol.Format.Name, AllowOther: o.allowOther, Debug: o.debug, Locks: vol.FS.Locking(),
+	})
 	if err != nil {
 		_ = vol.Close(ctx)
 		return err
@@ -195,4 +213,16 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// sessionConfig describes this mount to the other clients of the volume.
+func sessionConfig(mp string, o mountOptions) vfs.SessionConfig {
+	host, _ := os.Hostname()
+	return vfs.SessionConfig{
+		Info: meta.SessionInfo{
+			Host: host, Mountpoint: mp, Version: Version, PID: os.Getpid(), Started: time.Now(),
+		},
+		Heartbeat: o.heartbeat,
+		Timeout:   o.sessionTimeout,
+	}
 }

@@ -8,6 +8,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// Version is the shoal release, reported by --version and in sessions.
+var Version = "0.1.0-dev"
+
 // Main runs the shoal command line with args (args[0] is the program name)
 // and returns the process exit code.
 func Main(args []string) int {
@@ -34,6 +37,7 @@ func newRootCmd() *cobra.Command {
 data in an object store (a local directory by default; S3 across machines).
 
 Start with 'shoal up' to create and mount the embedded default volume.`,
+		Version:       Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,10 +28,17 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var sessions []meta.SessionInfo
+			if s, ok := eng.(meta.Sessions); ok {
+				if sessions, err = s.ListSessions(cmd.Context()); err != nil {
+					return err
+				}
+			}
 			if asJSON {
-				return printStatusJSON(cmd.OutOrStdout(), f, st)
+				return printStatusJSON(cmd.OutOrStdout(), statusJSON{Format: f, Usage: st, Sessions: sessions})
 			}
 			printStatus(cmd.OutOrStdout(), f, st)
+			printSessions(cmd.OutOrStdout(), sessions)
 			return nil
 		},
 	}
@@ -39,14 +47,28 @@ func newStatusCmd() *cobra.Command {
 }
 
 type statusJSON struct {
-	Format meta.Format `json:"format"`
-	Usage  meta.Statfs `json:"usage"`
+	Format   meta.Format        `json:"format"`
+	Usage    meta.Statfs        `json:"usage"`
+	Sessions []meta.SessionInfo `json:"sessions"`
 }
 
-func printStatusJSON(w io.Writer, f meta.Format, st meta.Statfs) error {
+func printStatusJSON(w io.Writer, s statusJSON) error {
+	if s.Sessions == nil {
+		s.Sessions = []meta.SessionInfo{}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(statusJSON{Format: f, Usage: st})
+	return enc.Encode(s)
+}
+
+// printSessions lists the live mounts.
+func printSessions(w io.Writer, sessions []meta.SessionInfo) {
+	fmt.Fprintf(w, "Mounts      %d\n", len(sessions))
+	for _, s := range sessions {
+		fmt.Fprintf(w, "  #%-4d %s:%s  pid %d  version %s  since %s  last heartbeat %s ago\n",
+			s.ID, s.Host, s.Mountpoint, s.PID, s.Version, s.Started.Format("2006-01-02 15:04:05"),
+			time.Since(s.Heartbeat).Round(time.Second))
+	}
 }
 
 func printStatus(w io.Writer, f meta.Format, st meta.Statfs) {

@@ -14,6 +14,9 @@ type MountConfig struct {
 	FsName     string // shown as the source in /proc/mounts and df
 	AllowOther bool   // let users other than the mounter in
 	Debug      bool   // log every FUSE request
+	// Locks forwards flock and fcntl locks to the file system so they hold
+	// across machines; without it the kernel keeps them local.
+	Locks bool
 }
 
 // maxRequest is the largest read and write request: the kernel's limit
@@ -35,6 +38,7 @@ func Mount(mountpoint string, fs *FS, cfg MountConfig) (*fuse.Server, error) {
 		Options:           []string{"default_permissions"},
 		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
 		Debug:             cfg.Debug,
+		EnableLocks:       cfg.Locks,
 		DirectMount:       true,
 		// security.capability is looked up on every write; the kernel
 		// asks the mount, which costs a round trip each time.

@@ -20,6 +20,9 @@ type Config struct {
 	DeleteDelay time.Duration
 	// CleanInterval is how often freed slices are looked for. 0 means 2 s.
 	CleanInterval time.Duration
+	// Strict turns off page caching across opens: every open(2) drops
+	// the kernel's cached pages of the file.
+	Strict bool
 	// Logger receives operational logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -57,10 +60,11 @@ type FS struct {
 	nextFh  Fh
 	stamps  map[meta.Ino]stamp // (mtime, length) when the page cache was filled
 
-	compactor *compactor
-	cleaner   *cleaner
-	stop      context.CancelFunc
-	wg        sync.WaitGroup
+	compactor  *compactor
+	cleaner    *cleaner
+	stop       context.CancelFunc
+	endSession func() // set by BeginSession
+	wg         sync.WaitGroup
 }
 
 // New returns an FS over engine and store and starts its background work
@@ -113,6 +117,9 @@ func (fs *FS) Sync(ctx context.Context) error {
 func (fs *FS) Close(ctx context.Context) error {
 	err := fs.Sync(ctx)
 	fs.stop()
+	if fs.endSession != nil {
+		fs.endSession()
+	}
 	fs.wg.Wait()
 	fs.mu.Lock()
 	files := fs.files

@@ -87,7 +87,7 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 	fs.nextFh++
 	h.fh = fs.nextFh
 	fs.handles[h.fh] = h
-	keep := fs.stamps[ino] == stamp{attr.Mtime, attr.Length}
+	keep := fs.stamps[ino] == stamp{attr.Mtime, attr.Length} && !fs.cfg.Strict
 	if len(fs.stamps) > 1<<16 {
 		clear(fs.stamps)
 	}

@@ -1,0 +1,69 @@
+package fusefs
+
+import (
+	"context"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"shoal/internal/meta"
+)
+
+// GetLk implements fuse.RawFileSystem (F_GETLK, F_OFD_GETLK).
+func (fs *FS) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
+	lk, err := fs.vfs.Getlk(ctx(&in.InHeader), meta.Ino(in.NodeId), in.Owner, fromFileLock(in.Lk))
+	if err != nil {
+		return fs.status("getlk", err)
+	}
+	out.Lk = fuse.FileLock{Start: lk.Start, End: lk.End, Typ: lk.Type, Pid: lk.Pid}
+	return fuse.OK
+}
+
+// SetLk implements fuse.RawFileSystem (F_SETLK, flock with LOCK_NB).
+func (fs *FS) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
+	return fs.setLock(ctx(&in.InHeader), in, false)
+}
+
+// SetLkw implements fuse.RawFileSystem (F_SETLKW, blocking flock). A
+// signal to the waiting process interrupts it (EINTR).
+func (fs *FS) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
+	c, stop := cancelable(ctx(&in.InHeader), cancel)
+	defer stop()
+	return fs.setLock(c, in, true)
+}
+
+func (fs *FS) setLock(c context.Context, in *fuse.LkIn, wait bool) fuse.Status {
+	ino := meta.Ino(in.NodeId)
+	if in.LkFlags&fuse.FUSE_LK_FLOCK != 0 {
+		return fs.status("flock", fs.vfs.Flock(c, ino, in.Owner, in.Lk.Typ, wait))
+	}
+	return fs.status("setlk", fs.vfs.Setlk(c, ino, in.Owner, fromFileLock(in.Lk), wait))
+}
+
+func fromFileLock(l fuse.FileLock) meta.Lock {
+	return meta.Lock{Type: l.Typ, Start: l.Start, End: l.End, Pid: l.Pid}
+}
+
+// releaseFlock drops a flock held through a closing file.
+func (fs *FS) releaseFlock(in *fuse.ReleaseIn) {
+	if in.ReleaseFlags&fuse.FUSE_RELEASE_FLOCK_UNLOCK == 0 || !fs.vfs.Locking() {
+		return
+	}
+	err := fs.vfs.Flock(ctx(&in.InHeader), meta.Ino(in.NodeId), in.LockOwner, meta.LockUnlock, false)
+	if err != nil {
+		fs.status("release flock", err)
+	}
+}
+
+// cancelable returns a context canceled when the kernel interrupts the
+// request (the caller got a signal).
+func cancelable(parent context.Context, cancel <-chan struct{}) (context.Context, func()) {
+	c, stop := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-cancel:
+			stop()
+		case <-c.Done():
+		}
+	}()
+	return c, stop
+}
