@@ -26,6 +26,10 @@
 // metadata is then served by one master (Cluster buys failover, not
 // sharding), which is what lets every transaction be one MULTI/EXEC.
 //
+// A transaction WATCHes every key it reads, and Redis keeps those WATCHes
+// in memory until EXEC: read big ranges (a dump of a whole volume) in pages
+// over several transactions, not in one.
+//
 // # Transactions
 //
 // Redis has no snapshots, so transactions are optimistic:

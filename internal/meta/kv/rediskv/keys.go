@@ -20,13 +20,23 @@ import "shoal/internal/meta/kv"
 // The braces are a Redis Cluster hash tag: every key of a namespace maps
 // to one slot, so WATCH/MULTI/EXEC and the commit script work in Cluster
 // mode too. The same layout is used in every mode.
+//
+// base + "v" holds the layout version. A binary refuses a namespace with a
+// higher version than layoutVersion (meta.ErrNewerFormat); a future one
+// finding a lower version upgrades the namespace before use.
 type layout struct{ base string }
+
+// layoutVersion is the version of the layout above.
+const layoutVersion = 1
 
 func newLayout(ns string) layout { return layout{base: "{" + ns + "}:"} }
 
 func (l layout) value(key []byte) string    { return l.base + "k" + string(key) }
 func (l layout) zset(prefix9 []byte) string { return l.base + "z" + string(prefix9) }
 func (l layout) dir(first byte) string      { return l.base + "d" + string([]byte{first}) }
+
+// version holds the layout version of the namespace (layoutVersion).
+func (l layout) version() string { return l.base + "v" }
 
 // route is a key that is never written: it only names the namespace's
 // slot when a Cluster client must pick a node before any key is read.

@@ -22,6 +22,17 @@ import (
 	"shoal/internal/meta/kv/kvtest"
 )
 
+// TestMain silences go-redis's logger: the outage tests make it report
+// every refused dial.
+func TestMain(m *testing.M) {
+	redis.SetLogger(quiet{})
+	os.Exit(m.Run())
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 // redisBase returns SHOAL_TEST_REDIS, skipping the test when it is unset
 // (or failing it under SHOAL_REQUIRE_SERVICES=1).
 func redisBase(t testing.TB) string {
@@ -129,8 +140,8 @@ func TestRedisIndexesCleanedUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := countKeys(t, st); n != 0 {
-		t.Fatalf("%d Redis keys left after deleting every kv key", n)
+	if n := countKeys(t, st); n != 1 { // the layout version stays
+		t.Fatalf("%d Redis keys left after deleting every kv key, want only the version", n)
 	}
 }
 
@@ -279,4 +290,25 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestRedisNewerLayoutRefused(t *testing.T) {
+	url := redisNamespaceURL(t)
+	s, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.(*Store)
+	if err := st.client.Set(context.Background(), st.keys.version(), layoutVersion+1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(context.Background(), url)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a newer layout succeeded")
+	}
+	if !errors.Is(err, meta.ErrNewerFormat) {
+		t.Fatalf("Open of a newer layout: %v, want meta.ErrNewerFormat", err)
+	}
 }

@@ -81,7 +81,28 @@ func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, er
 		}
 		return nil, fmt.Errorf("rediskv: %s: %w", s.name, err)
 	}
+	if err := s.checkVersion(ctx); err != nil {
+		_ = s.client.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// checkVersion stamps a new namespace with layoutVersion and refuses one
+// stamped by a newer Shoal.
+func (s *Store) checkVersion(ctx context.Context) error {
+	key := s.keys.version()
+	if err := s.client.SetNX(ctx, key, layoutVersion, 0).Err(); err != nil {
+		return s.wrap("layout version", err)
+	}
+	v, err := s.client.Get(ctx, key).Int()
+	if err != nil {
+		return s.wrap("layout version", err)
+	}
+	if v > layoutVersion {
+		return fmt.Errorf("rediskv: %s: layout version %d is newer than this binary's %d, upgrade Shoal: %w", s.name, v, layoutVersion, meta.ErrNewerFormat)
+	}
+	return nil
 }
 
 // Txn implements kv.Store.
