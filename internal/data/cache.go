@@ -68,7 +68,7 @@ func (c *cache) has(key string) bool {
 // start begins loading key with fetch unless it is cached or loading, and
 // returns the call to wait on (nil if cached). spawn runs fetch in the
 // background; the load outlives any one waiter's context.
-func (c *cache) start(key string, fetch func() ([]byte, error), spawn func(func())) (*call, []byte) {
+func (c *cache) start(key string, fetch func() ([]byte, error), spawn func(func()) bool) (*call, []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.items[key]; ok {
@@ -80,22 +80,29 @@ func (c *cache) start(key string, fetch func() ([]byte, error), spawn func(func(
 	}
 	cl := &call{done: make(chan struct{})}
 	c.calls[key] = cl
-	spawn(func() {
-		data, err := fetch()
-		c.mu.Lock()
+	if !spawn(func() { c.finish(key, cl, fetch) }) {
 		delete(c.calls, key)
-		if err == nil {
-			c.addLocked(key, data)
-		}
-		c.mu.Unlock()
-		cl.data, cl.err = data, err
+		cl.err = errStoreClosed
 		close(cl.done)
-	})
+	}
 	return cl, nil
 }
 
+// finish runs a load and publishes its outcome.
+func (c *cache) finish(key string, cl *call, fetch func() ([]byte, error)) {
+	data, err := fetch()
+	c.mu.Lock()
+	delete(c.calls, key)
+	if err == nil {
+		c.addLocked(key, data)
+	}
+	c.mu.Unlock()
+	cl.data, cl.err = data, err
+	close(cl.done)
+}
+
 // load returns key's block, fetching it once for all concurrent callers.
-func (c *cache) load(ctx context.Context, key string, fetch func() ([]byte, error), spawn func(func())) ([]byte, error) {
+func (c *cache) load(ctx context.Context, key string, fetch func() ([]byte, error), spawn func(func()) bool) ([]byte, error) {
 	cl, data := c.start(key, fetch, spawn)
 	if cl == nil {
 		return data, nil

@@ -26,15 +26,12 @@ func (w *Writer) kickCommit() {
 	if w.committing || !w.headReady() {
 		return
 	}
-	w.committing = true
-	w.s.wg.Add(1)
-	go w.commitLoop()
+	w.committing = w.s.spawn(w.commitLoop)
 }
 
 // commitLoop commits ready slices in order until the head is not ready or
 // a commit fails. The failure is kept for Flush, which retries.
 func (w *Writer) commitLoop() {
-	defer w.s.wg.Done()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for w.headReady() {

@@ -93,6 +93,16 @@
 // object.ErrNotExist; the error names the inode, file offset and key and
 // is logged once. Wrong bytes are never returned.
 //
+// # Reading your own writes
+//
+// Writer.Pending snapshots the uncommitted bytes of a chunk range (copied
+// from the buffer, or located in the store for blocks already uploaded and
+// released); Pending.Apply paints them over what Reader.Read returned from
+// the committed list. Taking the snapshot before fetching the list makes
+// the pair race-free against background commits (see Pending). This lets
+// the vfs serve a read after a write without flushing, which would cut
+// slices short and cost a commit per read.
+//
 // # Compaction
 //
 // Compact reads a chunk's visible data and writes it again through a

@@ -142,13 +142,20 @@ func (s *Store) readBlock(ctx context.Context, key string, size, bo int, dst []b
 	return s.getRange(ctx, key, bo, dst)
 }
 
-// spawn runs f in a goroutine the Store waits for on Close.
-func (s *Store) spawn(f func()) {
+// spawn runs f in a goroutine the Store waits for on Close. After Close
+// it runs nothing and returns false.
+func (s *Store) spawn(f func()) bool {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return false
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		f()
 	}()
+	return true
 }
 
 // acquireFetch takes a fetch slot.

@@ -22,6 +22,9 @@ var ErrCorrupt = object.ErrCorrupt
 // errClosed is returned by a Writer used after Close.
 var errClosed = errors.New("data: writer closed")
 
+// errStoreClosed fails work started after Store.Close.
+var errStoreClosed = errors.New("data: store closed")
+
 // Defaults for the zero fields of Config.
 const (
 	DefaultBlockSize  = meta.MaxBlockSize
@@ -100,9 +103,11 @@ type Store struct {
 	retries int           // Put attempts per block before reporting failure
 	backoff time.Duration // first retry delay; doubles per attempt
 
-	ctx    context.Context // lives until Close; uploads and fetches run under it
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx     context.Context // lives until Close; uploads and fetches run under it
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // background goroutines, see spawn
+	closeMu sync.RWMutex   // orders spawn's wg.Add before Close's wg.Wait
+	closed  bool
 
 	regMu   sync.Mutex
 	writers map[*Writer]struct{}
@@ -138,6 +143,9 @@ func New(objects object.Store, cfg Config) *Store {
 // Close stops background uploads and fetches and waits for them. Data of
 // writers not yet flushed is abandoned: close writers first.
 func (s *Store) Close() error {
+	s.closeMu.Lock()
+	s.closed = true
+	s.closeMu.Unlock()
 	s.cancel()
 	s.regMu.Lock()
 	ws := make([]*Writer, 0, len(s.writers))

@@ -16,17 +16,21 @@ func (w *Writer) startUpload(s *slice, bi int) {
 		b.err = nil
 		w.failures--
 	}
+	size := blockLen(w.s.cfg.BlockSize, s.length, bi)
+	gen := w.gen
+	w.s.buf.uploading(1)
+	if !w.s.spawn(func() { w.upload(s, bi, b, size, gen) }) {
+		w.s.buf.uploading(-1)
+		b.err = fmt.Errorf("put block %d of inode %d: %w", bi, w.ino, errStoreClosed)
+		w.failures++
+		return
+	}
 	b.uploading = true
 	w.uploading++
-	size := blockLen(w.s.cfg.BlockSize, s.length, bi)
-	w.s.buf.uploading(1)
-	w.s.wg.Add(1)
-	go w.upload(s, bi, b, size, w.gen)
 }
 
 // upload stores one block and records the outcome.
 func (w *Writer) upload(s *slice, bi int, b *block, size int, gen uint64) {
-	defer w.s.wg.Done()
 	id, err := w.sliceID(s)
 	if err == nil {
 		err = w.s.put(BlockKey(id, bi, size), b.pages, size)
