@@ -352,3 +352,41 @@ func TestWriterConcurrentFlush(t *testing.T) {
 	flush(t, w)
 	mustEqual(t, "read back", e.readFile(t, s.NewReader(1), 1, 0, len(data)), data)
 }
+
+// TestWriterCommitOrder: slices commit in the order they were written, and
+// each asks for its id exactly once.
+func TestWriterCommitOrder(t *testing.T) {
+	s := newTestStore(t, newMem(), Config{BlockSize: 64 << 10})
+	e := newEngine(nil)
+	var idCalls int
+	var mu sync.Mutex
+	newID := func(ctx context.Context) (meta.SliceID, error) {
+		mu.Lock()
+		idCalls++
+		mu.Unlock()
+		return e.newID(ctx)
+	}
+	w := s.NewWriter(1, newID, e.committer(1))
+	writeAll(t, w, 0, pattern(1, 0, 100))     // A
+	writeAll(t, w, 200, pattern(2, 200, 100)) // B
+	writeAll(t, w, 50, pattern(3, 50, 200))   // C overlaps newer B: a new slice
+	writeAll(t, w, 300, pattern(4, 300, 10))  // extends B (C does not overlap)
+	flush(t, w)
+	got := e.slices(1, 0)
+	var pos []uint32
+	for _, sl := range got {
+		pos = append(pos, sl.Pos)
+	}
+	if fmt.Sprint(pos) != "[0 200 50]" {
+		t.Fatalf("commit order by position = %v, want [0 200 50]", pos)
+	}
+	if idCalls != 3 {
+		t.Fatalf("IDFunc called %d times for 3 slices", idCalls)
+	}
+	var m model
+	m.write(0, pattern(1, 0, 100))
+	m.write(200, pattern(2, 200, 100))
+	m.write(50, pattern(3, 50, 200))
+	m.write(300, pattern(4, 300, 10))
+	mustEqual(t, "read back", e.readFile(t, s.NewReader(1), 1, 0, len(m.data)), m.data)
+}
