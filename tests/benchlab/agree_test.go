@@ -139,7 +139,7 @@ func shoalOnce(t *testing.T, dir string, args ...string) map[string]float64 {
 }
 
 // TestAgreementFio compares iozone-style write, re-read and random read
-// (2 workers × 64 MiB, 4 KiB records, page cache warm) with fio's write,
+// (2 workers × 256 MiB, 4 KiB records, page cache warm) with fio's write,
 // read and randread jobs on the same files.
 func TestAgreementFio(t *testing.T) {
 	fio := requireTool(t, "fio")
@@ -156,7 +156,7 @@ func TestAgreementFio(t *testing.T) {
 			clearDir(t, dir)
 		}
 		runShoal := func() {
-			got = shoalOnce(t, dir, "iozone", "--iozone-workers", "2", "--iozone-size", "64MiB", "--iozone-record", "4KiB",
+			got = shoalOnce(t, dir, "iozone", "--iozone-workers", "2", "--iozone-size", "256MiB", "--iozone-record", "4KiB",
 				"--iozone-tests", "write,re-read,random read")
 		}
 		inOrder(rep, runTool, runShoal)
@@ -175,11 +175,11 @@ func inOrder(rep int, a, b func()) {
 	b()
 }
 
-// fioRun runs one fio job (2 jobs × 64 MiB, 4 KiB blocks, psync, no
+// fioRun runs one fio job (2 jobs × 256 MiB, 4 KiB blocks, psync, no
 // preallocation, no cache invalidation) and returns its MiB/s.
 func fioRun(t *testing.T, fio, dir, rw string) float64 {
 	t.Helper()
-	out, err := exec.Command(fio, "--name=agree", "--directory="+dir, "--rw="+rw, "--bs=4k", "--size=64m",
+	out, err := exec.Command(fio, "--name=agree", "--directory="+dir, "--rw="+rw, "--bs=4k", "--size=256m",
 		"--numjobs=2", "--ioengine=psync", "--fallocate=none", "--invalidate=0", "--gtod_reduce=1",
 		"--group_reporting", "--output-format=json").Output()
 	if err != nil {
@@ -224,7 +224,7 @@ var bonnieColumns = map[string]int{
 }
 
 // TestAgreementBonnie compares the bonnie-style block write, rewrite and
-// sequential create with bonnie++ -f (256 MiB file in 8 KiB chunks, 8192
+// sequential create with bonnie++ -f (512 MiB file in 8 KiB chunks, 8192
 // empty files in one directory). Not compared (see docs/bench.md):
 // bonnie++ prints "+++++" for tests too brief to time, which is nearly
 // always the case for stat and delete here (a "+++++" sample is skipped);
@@ -242,7 +242,7 @@ func TestAgreementBonnie(t *testing.T) {
 	compare(t, "bonnie++", bonnieFactor, pairs, func(rep int) {
 		var tool, got map[string]float64
 		inOrder(rep, func() { tool = bonnieRun(t, bonnie, dir) }, func() {
-			got = shoalOnce(t, dir, "bonnie", "--bonnie-size", "256MiB", "--bonnie-chunk", "8KiB", "--bonnie-files", "8192")
+			got = shoalOnce(t, dir, "bonnie", "--bonnie-size", "512MiB", "--bonnie-chunk", "8KiB", "--bonnie-files", "8192")
 		})
 		for _, p := range pairs {
 			if v, ok := tool[p.name]; ok {
@@ -255,7 +255,7 @@ func TestAgreementBonnie(t *testing.T) {
 // bonnieRun runs bonnie++ once and returns its figures in MiB/s and ops/s.
 func bonnieRun(t *testing.T, bonnie, dir string) map[string]float64 {
 	t.Helper()
-	args := []string{"-d", dir, "-s", "256M:8k", "-r", "128", "-n", "8:0:0:1", "-f", "-q"}
+	args := []string{"-d", dir, "-s", "512M:8k", "-r", "256", "-n", "8:0:0:1", "-f", "-q"}
 	if os.Geteuid() == 0 {
 		args = append(args, "-u", "root")
 	}
