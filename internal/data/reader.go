@@ -31,6 +31,7 @@ type Reader struct {
 	next    uint64 // file offset where the last sequential run ended
 	run     int    // consecutive sequential reads
 	aheadTo uint64 // file offset up to which blocks were prefetched
+	paint   paintings
 }
 
 // NewReader returns a Reader for inode ino.
@@ -52,13 +53,16 @@ func (r *Reader) Read(ctx context.Context, index uint32, slices []meta.Slice, po
 		return 0, nil
 	}
 	seq := r.observe(index, pos, len(buf))
+	r.mu.Lock()
+	painted := r.paint.lookup(index, slices)
+	r.mu.Unlock()
 	if seq {
 		// Before reading: the blocks this read needs load in parallel
 		// with the ones after them.
-		r.prefetch(index, slices, pos)
+		r.prefetch(index, painted, pos)
 	}
 	at := 0
-	for _, p := range meta.Resolve(slices, pos, uint32(len(buf))) {
+	for _, p := range window(painted, pos, uint32(len(buf))) {
 		dst := buf[at : at+int(p.Len)]
 		at += int(p.Len)
 		if p.ID == 0 {
@@ -220,27 +224,27 @@ func sizeErr(err error, want int) error {
 // from chunk position end on, within this chunk (the next chunk's slices are
 // not known here; its first read starts its own window). It tops the window
 // up only when half of it has been consumed, so most reads cost nothing.
-func (r *Reader) prefetch(index uint32, slices []meta.Slice, end uint32) {
+func (r *Reader) prefetch(index uint32, painted []meta.Slice, end uint32) {
 	bs := uint64(r.s.cfg.BlockSize)
-	window := uint64(r.s.cfg.ReadAhead) * bs
-	if window == 0 {
+	span := uint64(r.s.cfg.ReadAhead) * bs
+	if span == 0 {
 		return
 	}
 	chunkStart := uint64(index) * meta.ChunkSize
 	fileEnd := chunkStart + uint64(end)
 	r.mu.Lock()
-	if r.aheadTo >= fileEnd+window/2 {
+	if r.aheadTo >= fileEnd+span/2 {
 		r.mu.Unlock()
 		return
 	}
 	from := max(r.aheadTo, fileEnd)
-	to := min(fileEnd+window, chunkStart+meta.ChunkSize)
+	to := min(fileEnd+span, chunkStart+meta.ChunkSize)
 	r.aheadTo = max(r.aheadTo, to)
 	r.mu.Unlock()
 	if from >= to {
 		return
 	}
-	for _, p := range meta.Resolve(slices, uint32(from-chunkStart), uint32(to-from)) {
+	for _, p := range window(painted, uint32(from-chunkStart), uint32(to-from)) {
 		if p.ID != 0 {
 			r.s.prefetchPiece(p)
 		}
