@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -150,5 +152,53 @@ func TestUp(t *testing.T) {
 	m.Unmount(t)
 	if ents, _ := os.ReadDir(data); len(ents) == 0 {
 		t.Errorf("data dir %s is empty", data)
+	}
+}
+
+// TestMountNoPermission runs `shoal mount` as an unprivileged user on a
+// mountpoint it may not use: it must fail clearly, not hang or mount.
+func TestMountNoPermission(t *testing.T) {
+	testutil.RequireFUSE(t)
+	v := testutil.NewVolume(t)
+	ok(t, filepath.WalkDir(v.Dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil || p == v.Mountpoint {
+			return err
+		}
+		return os.Lchown(p, 65534, 65534)
+	}), "chown volume to nobody")
+	cmd := exec.Command(testutil.Binary(t), "mount", v.MetaURL, v.Mountpoint)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: testutil.Nobody}
+	out, err := runWithTimeout(cmd, 30*time.Second)
+	if err == nil {
+		t.Errorf("mount as nobody on root's mountpoint succeeded:\n%s", out)
+	}
+	if testutil.IsMounted(v.Mountpoint) {
+		t.Error("mounted anyway")
+		testutil.Run(t, "umount", v.Mountpoint)
+	}
+	low := strings.ToLower(out)
+	if !strings.Contains(low, "permission") && !strings.Contains(low, "access") && !strings.Contains(low, "allow_other") {
+		t.Errorf("message does not say what is not permitted:\n%s", out)
+	}
+	t.Logf("as nobody: %v: %s", err, out)
+}
+
+// runWithTimeout runs cmd, killing it after limit; it returns the combined
+// output and the error (a timeout is an error too).
+func runWithTimeout(cmd *exec.Cmd, limit time.Duration) (string, error) {
+	var buf strings.Builder
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return buf.String(), err
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		<-done
+		return buf.String(), fmt.Errorf("no exit within %v", limit)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -33,6 +34,8 @@ type randomRun struct {
 	model [][]byte
 	step  int
 	trail []string // the last operations, printed on failure
+	spent map[string]time.Duration
+	count map[string]int
 }
 
 // TestRandomIntegrity runs random writes, reads, truncates, holes and
@@ -46,7 +49,8 @@ func TestRandomIntegrity(t *testing.T) {
 		ops = min(ops, 10000)
 	}
 	m := mountFresh(t)
-	r := &randomRun{t: t, m: m, seed: seed, rng: rand.New(rand.NewPCG(seed, 2))}
+	r := &randomRun{t: t, m: m, seed: seed, rng: rand.New(rand.NewPCG(seed, 2)),
+		spent: map[string]time.Duration{}, count: map[string]int{}}
 	t.Logf("seed %d (SHOAL_SEED), %d ops", seed, ops)
 	for i := 0; i < randomFiles; i++ {
 		r.model = append(r.model, nil)
@@ -58,6 +62,9 @@ func TestRandomIntegrity(t *testing.T) {
 	r.closeAll()
 	if t.Failed() {
 		return
+	}
+	for _, k := range sortedKeys(r.spent) {
+		t.Logf("%-8s %6d ops %8v total %8v each", k, r.count[k], r.spent[k].Round(time.Millisecond), (r.spent[k] / time.Duration(r.count[k])).Round(time.Microsecond))
 	}
 	r.verifyAll("after the run")
 	r.m = r.m.Remount(t)
@@ -103,35 +110,50 @@ func joinLines(ss []string) string {
 	return b.String()
 }
 
-// one performs one random operation.
+// one performs one random operation and accounts its time by kind.
 func (r *randomRun) one() {
-	i := r.rng.IntN(randomFiles)
-	switch p := r.rng.IntN(100); {
+	start := time.Now()
+	kind := r.dispatch(r.rng.IntN(randomFiles), r.rng.IntN(100))
+	r.spent[kind] += time.Since(start)
+	r.count[kind]++
+}
+
+// dispatch runs the operation that the percentile p selects on file i.
+func (r *randomRun) dispatch(i, p int) string {
+	switch {
 	case p < 36:
 		r.write(i, r.offset(i), r.ioSize())
+		return "write"
 	case p < 72:
 		r.read(i)
+		return "read"
 	case p < 78:
 		r.truncate(i)
+		return "truncate"
 	case p < 80:
 		r.write(i, r.rng.Int64N(randomHoleMax), 1+r.rng.IntN(8192))
+		return "hole"
 	case p < 87:
 		r.copyRange(i, r.rng.IntN(randomFiles))
+		return "copy"
 	case p < 89:
 		r.note("fsync %d", i)
 		if err := r.files[i].Sync(); err != nil {
 			r.fail("fsync %d: %v", i, err)
 		}
+		return "fsync"
 	case p < 92:
 		r.reopen(i)
+		return "reopen"
 	case p < 97:
 		r.note("drop cache %d", i)
 		if err := unix.Fadvise(int(r.files[i].Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 			r.fail("fadvise %d: %v", i, err)
 		}
-	default:
-		r.checkSize(i)
+		return "dropcache"
 	}
+	r.checkSize(i)
+	return "stat"
 }
 
 // offset picks a write offset near or inside file i.
