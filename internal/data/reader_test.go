@@ -330,3 +330,32 @@ func checkRead(e *engine, r *Reader, ino meta.Ino, off uint64, want []byte) erro
 	}
 	return nil
 }
+
+// TestReaderChecksumCorrupt: a checksum wrapper's verdict surfaces as
+// ErrCorrupt, for whole-block and ranged reads alike.
+func TestReaderChecksumCorrupt(t *testing.T) {
+	mem := newMem()
+	const bs = 256 << 10
+	s := newTestStore(t, object.WithChecksum(mem), Config{BlockSize: bs})
+	e := newEngine(nil)
+	writeFile(t, s, e, 1, pattern(1, 0, 8*bs))
+	sl := e.slices(1, 0)[0]
+	key := BlockKey(sl.ID, 5, bs)
+	rc, err := mem.Get(context.Background(), key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(rc)
+	rc.Close()
+	raw[20+(64<<10)+12+(100_000-(64<<10))] ^= 0xff // data byte 100000
+	mem.Corrupt(key, raw)
+	for _, c := range []struct {
+		off uint32
+		n   int
+	}{{5*bs + 100_000, 4096}, {4 * bs, 2 * bs}} { // random (ranged), then sequential
+		_, err := s.NewReader(1).Read(context.Background(), 0, e.slices(1, 0), c.off, make([]byte, c.n))
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), key) {
+			t.Fatalf("read at %d of a corrupt block: %v", c.off, err)
+		}
+	}
+}

@@ -130,7 +130,7 @@ func New(objects object.Store, cfg Config) *Store {
 		uploads:  make(chan struct{}, cfg.Uploads),
 		fetches:  make(chan struct{}, cfg.Uploads),
 		cache:    newCache(cfg.CacheSize),
-		retries:  4,
+		retries:  3,
 		backoff:  100 * time.Millisecond,
 		ctx:      ctx,
 		cancel:   cancel,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"shoal/internal/meta"
+	"shoal/internal/object"
 )
 
 // startUpload hands block bi of s to a background upload; the caller
@@ -88,30 +89,23 @@ func (w *Writer) sliceID(s *slice) (meta.SliceID, error) {
 // put stores a block, retrying with exponential backoff. The error names
 // the key.
 func (s *Store) put(key string, pages [][]byte, size int) error {
-	var err error
 	delay := s.backoff
-	for attempt := 0; attempt < s.retries; attempt++ {
-		if attempt > 0 {
-			if !s.sleep(delay) {
-				break
-			}
-			delay *= 2
-		}
+	for attempt := 1; ; attempt++ {
 		select {
 		case s.uploads <- struct{}{}:
 		case <-s.ctx.Done():
 			return fmt.Errorf("put %s: %w", key, s.ctx.Err())
 		}
-		err = s.objects.Put(s.ctx, key, newPageReader(pages, s.pageSize, size), int64(size))
+		err := s.objects.Put(s.ctx, key, newPageReader(pages, s.pageSize, size), int64(size))
 		<-s.uploads
 		if err == nil {
 			return nil
 		}
+		if attempt >= s.retries || object.IsPermanent(err) || !s.sleep(delay) {
+			return fmt.Errorf("put %s: %w", key, err)
+		}
+		delay *= 2
 	}
-	if err == nil {
-		err = s.ctx.Err()
-	}
-	return fmt.Errorf("put %s: %w", key, err)
 }
 
 // retryFailed restarts the upload of every block that failed for good.
