@@ -139,7 +139,7 @@ func shoalOnce(t *testing.T, dir string, args ...string) map[string]float64 {
 }
 
 // TestAgreementFio compares iozone-style write, re-read and random read
-// (2 workers × 256 MiB, 4 KiB records, page cache warm) with fio's write,
+// (one worker, 256 MiB, 4 KiB records, page cache warm) with fio's write,
 // read and randread jobs on the same files.
 func TestAgreementFio(t *testing.T) {
 	fio := requireTool(t, "fio")
@@ -156,7 +156,7 @@ func TestAgreementFio(t *testing.T) {
 			clearDir(t, dir)
 		}
 		runShoal := func() {
-			got = shoalOnce(t, dir, "iozone", "--iozone-workers", "2", "--iozone-size", "256MiB", "--iozone-record", "4KiB",
+			got = shoalOnce(t, dir, "iozone", "--iozone-workers", "1", "--iozone-size", "256MiB", "--iozone-record", "4KiB",
 				"--iozone-tests", "write,re-read,random read")
 		}
 		inOrder(rep, runTool, runShoal)
@@ -175,12 +175,12 @@ func inOrder(rep int, a, b func()) {
 	b()
 }
 
-// fioRun runs one fio job (2 jobs × 256 MiB, 4 KiB blocks, psync, no
+// fioRun runs one fio job (one process, 256 MiB, 4 KiB blocks, psync, no
 // preallocation, no cache invalidation) and returns its MiB/s.
 func fioRun(t *testing.T, fio, dir, rw string) float64 {
 	t.Helper()
 	out, err := exec.Command(fio, "--name=agree", "--directory="+dir, "--rw="+rw, "--bs=4k", "--size=256m",
-		"--numjobs=2", "--ioengine=psync", "--fallocate=none", "--invalidate=0", "--gtod_reduce=1",
+		"--numjobs=1", "--ioengine=psync", "--fallocate=none", "--invalidate=0", "--gtod_reduce=1",
 		"--group_reporting", "--output-format=json").Output()
 	if err != nil {
 		t.Fatalf("fio %s: %v\n%s", rw, err, out)
