@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"syscall"
 
 	"shoal/internal/data"
 	"shoal/internal/meta"
@@ -22,6 +23,10 @@ type file struct {
 	length uint64 // best known length: engine's at open, then own changes
 	mtime  int64  // latest write time not yet committed (0 = none)
 	chunks map[uint32][]meta.Slice
+
+	capsLoaded bool // security.capability fetched since the last open
+	capsValue  []byte
+	capsErr    error
 }
 
 type stamp struct {
@@ -77,6 +82,7 @@ func (f *file) refresh(attr meta.Attr) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.chunks = map[uint32][]meta.Slice{}
+	f.capsLoaded = false
 	if f.writer == nil || !f.writer.Dirty() {
 		f.length = attr.Length
 	} else {
@@ -184,6 +190,12 @@ func (f *file) overlay(a *meta.Attr) {
 			a.Mtime, a.Ctime = f.mtime, max(a.Ctime, f.mtime)
 		}
 	}
+}
+
+// isErrno reports whether err is an expected POSIX outcome.
+func isErrno(err error) bool {
+	var errno syscall.Errno
+	return errors.As(err, &errno)
 }
 
 // isMissingObject reports whether err is a block that is gone from the

@@ -6,13 +6,25 @@ import (
 	"shoal/internal/meta"
 )
 
+// capsName is the xattr the kernel reads before every write(2) to decide
+// whether file capabilities must be dropped. It is answered from the open
+// file's state (loaded once per open, like everything close-to-open) so a
+// write costs no engine round trip for it.
+const capsName = "security.capability"
+
 // Getxattr returns an extended attribute: ENODATA if unset.
 func (fs *FS) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byte, error) {
+	if name == capsName {
+		if f := fs.openFile(ino); f != nil {
+			return f.caps(ctx)
+		}
+	}
 	return fs.engine.Getxattr(ctx, ino, name)
 }
 
 // Setxattr sets an extended attribute (flags XATTR_CREATE/XATTR_REPLACE).
 func (fs *FS) Setxattr(ctx context.Context, ino meta.Ino, name string, value []byte, flags uint32) error {
+	defer fs.forgetCaps(ino, name)
 	return fs.engine.Setxattr(ctx, ino, name, value, flags)
 }
 
@@ -23,5 +35,36 @@ func (fs *FS) Listxattr(ctx context.Context, ino meta.Ino) ([]string, error) {
 
 // Removexattr removes an extended attribute: ENODATA if unset.
 func (fs *FS) Removexattr(ctx context.Context, ino meta.Ino, name string) error {
+	defer fs.forgetCaps(ino, name)
 	return fs.engine.Removexattr(ctx, ino, name)
+}
+
+func (fs *FS) forgetCaps(ino meta.Ino, name string) {
+	if name != capsName {
+		return
+	}
+	if f := fs.openFile(ino); f != nil {
+		f.mu.Lock()
+		f.capsLoaded = false
+		f.mu.Unlock()
+	}
+}
+
+// caps returns the file's security.capability, cached until the next open.
+func (f *file) caps(ctx context.Context) ([]byte, error) {
+	f.mu.Lock()
+	if f.capsLoaded {
+		v, err := f.capsValue, f.capsErr
+		f.mu.Unlock()
+		return v, err
+	}
+	f.mu.Unlock()
+	v, err := f.fs.engine.Getxattr(ctx, f.ino, capsName)
+	if err != nil && !isErrno(err) {
+		return nil, err // unexpected: do not cache
+	}
+	f.mu.Lock()
+	f.capsValue, f.capsErr, f.capsLoaded = v, err, true
+	f.mu.Unlock()
+	return v, err
 }
