@@ -193,8 +193,13 @@ func checkSetattr(c Cred, a Attr, req SetattrRequest) error {
 // RenameCheck is what CheckRename needs to know about a rename.
 type RenameCheck struct {
 	Flags uint32
-	Src   Attr  // the entry being moved
-	Dst   *Attr // the entry it replaces (or exchanges with); nil if none
+	Cred  Cred
+	// SrcDir and DstDir are the old and new parent directories;
+	// SameParent says they are one.
+	SrcDir, DstDir Attr
+	SameParent     bool
+	Src            Attr  // the entry being moved
+	Dst            *Attr // the entry it replaces (or exchanges with); nil if none
 	// DstEmpty says the Dst directory has no entries.
 	DstEmpty bool
 	// IntoOwnSubtree says the source is a directory that is the new
@@ -205,14 +210,53 @@ type RenameCheck struct {
 	DstIsAncestor bool
 }
 
-// CheckRename applies rename(2) and renameat2(2) legality, in Linux's
-// order of precedence: EINVAL for bad flags; ENOENT for RENAME_EXCHANGE
-// without a target; EEXIST for RENAME_NOREPLACE onto an entry; EINVAL for
-// a move into the own subtree; ENOTEMPTY (EINVAL for an exchange) onto an
-// ancestor of the source; then ENOTDIR (directory onto non-directory),
-// EISDIR (non-directory onto directory) and ENOTEMPTY (onto a non-empty
-// directory).
+// CheckRename applies rename(2) and renameat2(2) rules, in Linux's order
+// of precedence (the caller has found the source and checked that the
+// source and target are not one inode):
+//   - EINVAL for bad flags; ENOENT for RENAME_EXCHANGE without a target;
+//     EEXIST for RENAME_NOREPLACE onto an entry;
+//   - EINVAL for a move into the own subtree; ENOTEMPTY (EINVAL for an
+//     exchange) onto an ancestor of the source;
+//   - removing the source: EACCES without write and search permission on
+//     its directory, EPERM by the sticky rule;
+//   - the target: as for the source when there is one, then ENOTDIR
+//     (directory onto non-directory) or EISDIR (non-directory onto
+//     directory); EACCES when there is none and the new directory is not
+//     writable;
+//   - EACCES when a directory changing parent is not writable (its ".."
+//     changes);
+//   - ENOTEMPTY onto a non-empty directory.
 func CheckRename(r RenameCheck) error {
+	if err := checkRenameShape(r); err != nil {
+		return err
+	}
+	exchange := r.Flags&RenameExchange != 0
+	if err := mayDelete(r.Cred, r.SrcDir, r.Src); err != nil {
+		return err
+	}
+	if err := checkRenameTarget(r, exchange); err != nil {
+		return err
+	}
+	if !r.SameParent {
+		if r.Src.Type == TypeDir {
+			if err := CheckAccess(r.Cred, r.Src, MayWrite); err != nil {
+				return err
+			}
+		}
+		if exchange && r.Dst.Type == TypeDir {
+			if err := CheckAccess(r.Cred, *r.Dst, MayWrite); err != nil {
+				return err
+			}
+		}
+	}
+	if !exchange && r.Dst != nil && r.Dst.Type == TypeDir && !r.DstEmpty {
+		return syscall.ENOTEMPTY
+	}
+	return nil
+}
+
+// checkRenameShape holds the rules that come before any permission check.
+func checkRenameShape(r RenameCheck) error {
 	if err := CheckRenameFlags(r.Flags); err != nil {
 		return err
 	}
@@ -226,8 +270,18 @@ func CheckRename(r RenameCheck) error {
 		return syscall.EINVAL
 	case r.DstIsAncestor:
 		return syscall.ENOTEMPTY
-	case exchange || r.Dst == nil:
-		return nil
+	}
+	return nil
+}
+
+// checkRenameTarget checks the target side: creating the new name, or
+// removing the entry there.
+func checkRenameTarget(r RenameCheck, exchange bool) error {
+	if r.Dst == nil {
+		return CheckAccess(r.Cred, r.DstDir, MayWrite|MayExec)
+	}
+	if err := mayDelete(r.Cred, r.DstDir, *r.Dst); err != nil || exchange {
+		return err
 	}
 	srcDir, dstDir := r.Src.Type == TypeDir, r.Dst.Type == TypeDir
 	switch {
@@ -235,8 +289,31 @@ func CheckRename(r RenameCheck) error {
 		return syscall.ENOTDIR
 	case !srcDir && dstDir:
 		return syscall.EISDIR
-	case dstDir && !r.DstEmpty:
-		return syscall.ENOTEMPTY
+	}
+	return nil
+}
+
+// mayDelete checks that c may remove victim from dir: write and search
+// permission on dir (EACCES), then the sticky rule (EPERM).
+func mayDelete(c Cred, dir, victim Attr) error {
+	if err := CheckAccess(c, dir, MayWrite|MayExec); err != nil {
+		return err
+	}
+	return CheckSticky(c, dir, victim)
+}
+
+// CheckRemove applies unlink(2) and rmdir(2) rules to removing victim from
+// dir, in Linux's order: EACCES, EPERM (sticky), then EISDIR for unlink of
+// a directory or ENOTDIR for rmdir of anything else.
+func CheckRemove(c Cred, dir, victim Attr, rmdir bool) error {
+	if err := mayDelete(c, dir, victim); err != nil {
+		return err
+	}
+	switch isDir := victim.Type == TypeDir; {
+	case rmdir && !isDir:
+		return syscall.ENOTDIR
+	case !rmdir && isDir:
+		return syscall.EISDIR
 	}
 	return nil
 }

@@ -176,7 +176,9 @@ func TestApplySetattr(t *testing.T) {
 }
 
 func TestCheckRename(t *testing.T) {
-	dir, fil := Attr{Type: TypeDir}, Attr{Type: TypeFile}
+	dir, fil := Attr{Type: TypeDir, Mode: 0o755}, Attr{Type: TypeFile, Mode: 0o644}
+	aliceDir := Attr{Type: TypeDir, Mode: 0o755, Uid: 1000, Gid: 1000}
+	sticky := Attr{Type: TypeDir, Mode: 0o1777, Uid: 1001}
 	tests := []struct {
 		name string
 		r    RenameCheck
@@ -197,13 +199,52 @@ func TestCheckRename(t *testing.T) {
 		{"exchange onto ancestor", RenameCheck{Flags: RenameExchange, Src: fil, Dst: &dir, DstIsAncestor: true}, syscall.EINVAL},
 		{"onto ancestor", RenameCheck{Src: fil, Dst: &dir, DstIsAncestor: true}, syscall.ENOTEMPTY},
 		{"noreplace before subtree", RenameCheck{Flags: RenameNoReplace, Src: dir, Dst: &fil, IntoOwnSubtree: true}, syscall.EEXIST},
-		{"subtree before types", RenameCheck{Src: dir, Dst: &fil, IntoOwnSubtree: true}, syscall.EINVAL},
+		{"subtree before permission", RenameCheck{Cred: carol, Src: dir, IntoOwnSubtree: true}, syscall.EINVAL},
 		{"both flags", RenameCheck{Flags: RenameExchange | RenameNoReplace, Src: fil, Dst: &fil}, syscall.EINVAL},
 		{"whiteout", RenameCheck{Flags: RenameWhiteout, Src: fil}, syscall.EINVAL},
 		{"unknown flag", RenameCheck{Flags: 64, Src: fil}, syscall.EINVAL},
+		{"source dir not writable", RenameCheck{Cred: carol, SrcDir: dir, DstDir: aliceDir, Src: fil}, syscall.EACCES},
+		{"target dir not writable", RenameCheck{Cred: alice, SrcDir: aliceDir, DstDir: dir, Src: fil}, syscall.EACCES},
+		{"permission before type", RenameCheck{Cred: carol, SrcDir: aliceDir, DstDir: aliceDir, Src: dir, Dst: &fil}, syscall.EACCES},
+		{"sticky source", RenameCheck{Cred: carol, SrcDir: sticky, DstDir: sticky, SameParent: true, Src: file(0o644)}, syscall.EPERM},
+		{"sticky target", RenameCheck{Cred: alice, SrcDir: sticky, DstDir: sticky, SameParent: true, Src: file(0o644),
+			Dst: &Attr{Type: TypeDir, Uid: 1002}}, syscall.EPERM},
+		{"sticky before type", RenameCheck{Cred: alice, SrcDir: sticky, DstDir: sticky, SameParent: true, Src: file(0o644),
+			Dst: &Attr{Type: TypeDir, Uid: 1002}, DstEmpty: true}, syscall.EPERM},
+		{"moved dir not writable", RenameCheck{Cred: alice, SrcDir: aliceDir, DstDir: aliceDir, Src: Attr{Type: TypeDir, Mode: 0o555, Uid: 1000}}, syscall.EACCES},
+		{"moved dir within parent", RenameCheck{Cred: alice, SrcDir: aliceDir, DstDir: aliceDir, SameParent: true, Src: Attr{Type: TypeDir, Mode: 0o555, Uid: 1000}}, 0},
 	}
 	for _, tt := range tests {
+		if tt.r.SrcDir.Type == 0 {
+			tt.r.SrcDir = dir
+		}
+		if tt.r.DstDir.Type == 0 {
+			tt.r.DstDir = dir
+		}
 		if got := errnoOf(CheckRename(tt.r)); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestCheckRemove(t *testing.T) {
+	sticky := Attr{Type: TypeDir, Mode: 0o1777, Uid: 1001}
+	tests := []struct {
+		name   string
+		c      Cred
+		dir    Attr
+		victim Attr
+		rmdir  bool
+		want   syscall.Errno
+	}{
+		{"unlink file", alice, sticky, file(0), false, 0},
+		{"unlink dir", alice, sticky, Attr{Type: TypeDir, Uid: 1000}, false, syscall.EISDIR},
+		{"rmdir file", alice, sticky, file(0), true, syscall.ENOTDIR},
+		{"sticky before type", carol, sticky, Attr{Type: TypeDir, Uid: 1000}, false, syscall.EPERM},
+		{"permission first", carol, Attr{Type: TypeDir, Mode: 0o755}, file(0), true, syscall.EACCES},
+	}
+	for _, tt := range tests {
+		if got := errnoOf(CheckRemove(tt.c, tt.dir, tt.victim, tt.rmdir)); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
 		}
 	}

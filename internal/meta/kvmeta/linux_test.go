@@ -5,13 +5,16 @@ package kvmeta_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
@@ -22,9 +25,11 @@ import (
 )
 
 // TestLinuxDifferential runs random namespace operations (mkdir, create,
-// symlink, link, unlink, rmdir, rename with flags) by path both on a real
-// directory of the local file system and on the engine, and requires the
-// same errno from both and the same tree after every step. It pins the
+// symlink, link, unlink, rmdir, rename with flags, chmod, chown) by path,
+// as root or as one of two users, both on a real directory of the local
+// file system and on the engine, and requires the same errno from both and
+// the same tree (names, types, modes, owners, link counts) after every
+// step. It pins the
 // engine's error precedence to Linux's, which the POSIX rules alone leave
 // open. Paths stay within three levels of three names; symlinks dangle, so
 // following one in the middle of a path is ENOENT on both sides.
@@ -32,18 +37,28 @@ func TestLinuxDifferential(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the engine runs as root, so the local file system must too")
 	}
+	old := unix.Umask(0) // modes are compared: the engine gets them umask-free
+	defer unix.Umask(old)
 	base := t.TempDir()
+	for _, dir := range []string{filepath.Dir(base), base} { // let the users in
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	run := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		run++
 		root := filepath.Join(base, strconv.Itoa(run))
-		if err := os.Mkdir(root, 0o755); err != nil {
+		if err := os.Mkdir(root, 0o777); err != nil {
 			rt.Fatal(err)
 		}
 		d := &diff{root: root, ctx: context.Background()}
 		d.e = kvmeta.New(memkv.New(), kvmeta.Options{})
 		defer d.e.Close()
 		if err := d.e.Format(d.ctx, meta.Format{Name: "diff"}, false); err != nil {
+			rt.Fatal(err)
+		}
+		if _, err := d.e.Setattr(d.ctx, meta.RootIno, meta.SetattrRequest{Valid: meta.SetMode, Mode: 0o777}); err != nil {
 			rt.Fatal(err)
 		}
 		rt.Repeat(map[string]func(*rapid.T){
@@ -54,6 +69,8 @@ func TestLinuxDifferential(t *testing.T) {
 			"unlink":  d.unlink,
 			"rmdir":   d.rmdir,
 			"rename":  d.rename,
+			"chmod":   d.chmod,
+			"chown":   d.chown,
 			"":        d.compare,
 		})
 	})
@@ -63,6 +80,43 @@ type diff struct {
 	root string
 	e    *kvmeta.Engine
 	ctx  context.Context
+	cred meta.Cred // the caller of the current step
+}
+
+// diffCreds are the callers: root, alice, and bob, who is also in alice's
+// group.
+var diffCreds = []meta.Cred{{}, {Uid: 1000, Gid: 1000}, {Uid: 1001, Gid: 1001, Groups: []uint32{1000}}}
+
+// as draws the step's caller and returns a context for the engine.
+func (d *diff) as(rt *rapid.T) context.Context {
+	d.cred = diffCreds[rapid.IntRange(0, len(diffCreds)-1).Draw(rt, "cred")]
+	return meta.WithCred(d.ctx, d.cred)
+}
+
+// sys runs fn on a fresh OS thread whose file-system identity is d.cred.
+// The thread is never unlocked, so the runtime discards it afterwards and
+// no other goroutine ever runs with the changed identity.
+func (d *diff) sys(fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		done <- d.withIdentity(fn)
+	}()
+	return <-done
+}
+
+func (d *diff) withIdentity(fn func() error) error {
+	groups := make([]uint32, len(d.cred.Groups)+1)
+	copy(groups, d.cred.Groups)
+	groups[len(groups)-1] = d.cred.Gid
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(unsafe.Pointer(&groups[0])), 0); e != 0 {
+		return e
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETFSGID, uintptr(d.cred.Gid), 0, 0); e != 0 {
+		return e
+	}
+	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(d.cred.Uid), 0, 0)
+	return fn()
 }
 
 var diffPaths = func() []string {
@@ -84,11 +138,11 @@ func drawPath(rt *rapid.T, label string) string { return rapid.SampledFrom(diffP
 
 // resolve walks the engine to path's parent directory: like the kernel, an
 // intermediate symlink is followed (to nothing: ENOENT).
-func (d *diff) resolve(path string) (meta.Ino, string, error) {
+func (d *diff) resolve(ctx context.Context, path string) (meta.Ino, string, error) {
 	parts := strings.Split(path, "/")
 	dir := meta.RootIno
 	for _, name := range parts[:len(parts)-1] {
-		ent, err := d.e.Lookup(d.ctx, dir, name)
+		ent, err := d.e.Lookup(ctx, dir, name)
 		if err != nil {
 			return 0, "", err
 		}
@@ -100,6 +154,11 @@ func (d *diff) resolve(path string) (meta.Ino, string, error) {
 		default:
 			return 0, "", syscall.ENOTDIR
 		}
+	}
+	// The kernel's walk checks search permission on the directory holding
+	// the last component too, before it looks at the other path.
+	if err := d.e.Access(ctx, dir, meta.MayExec); err != nil {
+		return 0, "", err
 	}
 	return dir, parts[len(parts)-1], nil
 }
@@ -125,39 +184,51 @@ func errnoOf(err error) syscall.Errno {
 }
 
 // mknod runs one create-like op on the engine.
-func (d *diff) mknod(path string, typ meta.Type) error {
-	dir, name, err := d.resolve(path)
+func (d *diff) mknod(ctx context.Context, path string, typ meta.Type, mode uint16) error {
+	dir, name, err := d.resolve(ctx, path)
 	if err != nil {
 		return err
 	}
-	_, err = d.e.Mknod(d.ctx, meta.MknodRequest{Parent: dir, Name: name, Type: typ, Mode: 0o755, Target: "/nonexistent-shoal-target", Exclusive: true})
+	_, err = d.e.Mknod(ctx, meta.MknodRequest{Parent: dir, Name: name, Type: typ, Mode: mode, Target: "/nonexistent-shoal-target", Exclusive: true})
 	return err
 }
 
+func drawMode(rt *rapid.T) uint16 {
+	return rapid.SampledFrom([]uint16{0o755, 0o700, 0o777, 0o1777, 0o2775, 0o711, 0o644, 0o600, 0o666, 0o555, 0o2755}).Draw(rt, "mode")
+}
+
 func (d *diff) mkdir(rt *rapid.T) {
-	p := drawPath(rt, "path")
-	same(rt, "mkdir "+p, unix.Mkdir(d.local(p), 0o755), d.mknod(p, meta.TypeDir))
+	ctx, p, mode := d.as(rt), drawPath(rt, "path"), drawMode(rt)
+	local := d.sys(func() error { return unix.Mkdir(d.local(p), uint32(mode)) })
+	same(rt, "mkdir "+p, local, d.mknod(ctx, p, meta.TypeDir, mode&0o1777))
 }
 
 func (d *diff) create(rt *rapid.T) {
-	p := drawPath(rt, "path")
-	fd, err := unix.Open(d.local(p), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o644)
-	if err == nil {
-		unix.Close(fd)
-	}
-	same(rt, "create "+p, err, d.mknod(p, meta.TypeFile))
+	ctx, p, mode := d.as(rt), drawPath(rt, "path"), drawMode(rt)
+	local := d.sys(func() error {
+		fd, err := unix.Open(d.local(p), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, uint32(mode))
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	})
+	same(rt, "create "+p, local, d.mknod(ctx, p, meta.TypeFile, mode))
 }
 
 func (d *diff) symlink(rt *rapid.T) {
-	p := drawPath(rt, "path")
-	same(rt, "symlink "+p, unix.Symlink("/nonexistent-shoal-target", d.local(p)), d.mknod(p, meta.TypeSymlink))
+	ctx, p := d.as(rt), drawPath(rt, "path")
+	local := d.sys(func() error { return unix.Symlink("/nonexistent-shoal-target", d.local(p)) })
+	same(rt, "symlink "+p, local, d.mknod(ctx, p, meta.TypeSymlink, 0o777))
 }
 
+// link runs as root: fs.protected_hardlinks adds rules for other callers
+// that are the kernel's policy, not POSIX.
 func (d *diff) link(rt *rapid.T) {
 	from, to := drawPath(rt, "from"), drawPath(rt, "to")
+	d.cred = meta.Cred{}
 	local := unix.Linkat(unix.AT_FDCWD, d.local(from), unix.AT_FDCWD, d.local(to), 0)
 	engine := func() error {
-		dir, name, err := d.resolve(from)
+		dir, name, err := d.resolve(d.ctx, from)
 		if err != nil {
 			return err
 		}
@@ -165,7 +236,7 @@ func (d *diff) link(rt *rapid.T) {
 		if err != nil {
 			return err
 		}
-		if dir, name, err = d.resolve(to); err != nil {
+		if dir, name, err = d.resolve(d.ctx, to); err != nil {
 			return err
 		}
 		_, err = d.e.Link(d.ctx, src.Ino, dir, name)
@@ -175,46 +246,84 @@ func (d *diff) link(rt *rapid.T) {
 }
 
 func (d *diff) unlink(rt *rapid.T) {
-	p := drawPath(rt, "path")
-	dir, name, err := d.resolve(p)
+	ctx, p := d.as(rt), drawPath(rt, "path")
+	dir, name, err := d.resolve(ctx, p)
 	if err == nil {
 		var rm meta.Removed
-		if rm, err = d.e.Unlink(d.ctx, dir, name); err == nil && rm.Orphan {
-			err = d.e.Purge(d.ctx, rm.Ino)
+		if rm, err = d.e.Unlink(ctx, dir, name); err == nil && rm.Orphan {
+			err = d.e.Purge(ctx, rm.Ino)
 		}
 	}
-	same(rt, "unlink "+p, unix.Unlink(d.local(p)), err)
+	same(rt, "unlink "+p, d.sys(func() error { return unix.Unlink(d.local(p)) }), err)
 }
 
 func (d *diff) rmdir(rt *rapid.T) {
-	p := drawPath(rt, "path")
-	dir, name, err := d.resolve(p)
+	ctx, p := d.as(rt), drawPath(rt, "path")
+	dir, name, err := d.resolve(ctx, p)
 	if err == nil {
-		err = d.e.Rmdir(d.ctx, dir, name)
+		err = d.e.Rmdir(ctx, dir, name)
 	}
-	same(rt, "rmdir "+p, unix.Rmdir(d.local(p)), err)
+	same(rt, "rmdir "+p, d.sys(func() error { return unix.Rmdir(d.local(p)) }), err)
 }
 
 func (d *diff) rename(rt *rapid.T) {
-	from, to := drawPath(rt, "from"), drawPath(rt, "to")
+	ctx, from, to := d.as(rt), drawPath(rt, "from"), drawPath(rt, "to")
 	flags := rapid.SampledFrom([]uint32{0, 0, meta.RenameNoReplace, meta.RenameExchange}).Draw(rt, "flags")
-	local := unix.Renameat2(unix.AT_FDCWD, d.local(from), unix.AT_FDCWD, d.local(to), uint(flags))
+	local := d.sys(func() error {
+		return unix.Renameat2(unix.AT_FDCWD, d.local(from), unix.AT_FDCWD, d.local(to), uint(flags))
+	})
 	engine := func() error {
-		od, on, err := d.resolve(from)
+		od, on, err := d.resolve(ctx, from)
 		if err != nil {
 			return err
 		}
-		nd, nn, err := d.resolve(to)
+		nd, nn, err := d.resolve(ctx, to)
 		if err != nil {
 			return err
 		}
-		rm, err := d.e.Rename(d.ctx, meta.RenameRequest{OldParent: od, OldName: on, NewParent: nd, NewName: nn, Flags: flags})
+		rm, err := d.e.Rename(ctx, meta.RenameRequest{OldParent: od, OldName: on, NewParent: nd, NewName: nn, Flags: flags})
 		if err == nil && rm.Orphan {
-			err = d.e.Purge(d.ctx, rm.Ino)
+			err = d.e.Purge(ctx, rm.Ino)
 		}
 		return err
 	}()
 	same(rt, "rename "+from+" "+to, local, engine)
+}
+
+// target resolves path to its inode, following a final symlink (to
+// nothing) when follow is set, as chmod(2) does.
+func (d *diff) target(ctx context.Context, path string, follow bool) (meta.Ino, error) {
+	dir, name, err := d.resolve(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	ent, err := d.e.Lookup(ctx, dir, name)
+	if err == nil && follow && ent.Attr.Type == meta.TypeSymlink {
+		return 0, syscall.ENOENT
+	}
+	return ent.Ino, err
+}
+
+func (d *diff) chmod(rt *rapid.T) {
+	ctx, p, mode := d.as(rt), drawPath(rt, "path"), drawMode(rt)
+	local := d.sys(func() error { return unix.Chmod(d.local(p), uint32(mode)) })
+	ino, err := d.target(ctx, p, true)
+	if err == nil {
+		_, err = d.e.Setattr(ctx, ino, meta.SetattrRequest{Valid: meta.SetMode, Mode: mode})
+	}
+	same(rt, "chmod "+p, local, err)
+}
+
+func (d *diff) chown(rt *rapid.T) {
+	ctx, p := d.as(rt), drawPath(rt, "path")
+	who := diffCreds[rapid.IntRange(0, len(diffCreds)-1).Draw(rt, "owner")]
+	gid := rapid.SampledFrom([]uint32{0, 1000, 1001}).Draw(rt, "group")
+	local := d.sys(func() error { return unix.Lchown(d.local(p), int(who.Uid), int(gid)) })
+	ino, err := d.target(ctx, p, false)
+	if err == nil {
+		_, err = d.e.Setattr(ctx, ino, meta.SetattrRequest{Valid: meta.SetUid | meta.SetGid, Uid: who.Uid, Gid: gid})
+	}
+	same(rt, "chown "+p, local, err)
 }
 
 // compare lists both trees and requires the same names and types.
@@ -228,13 +337,14 @@ func (d *diff) compare(rt *rapid.T) {
 }
 
 func (d *diff) engineTree(rt *rapid.T, dir meta.Ino, prefix string) []string {
-	ents, err := d.e.Readdir(d.ctx, dir, "", 0, false)
+	ents, err := d.e.Readdir(d.ctx, dir, "", 0, true)
 	if err != nil {
 		rt.Fatal(err)
 	}
 	var out []string
 	for _, de := range ents {
-		out = append(out, prefix+de.Name+typeMark(de.Type))
+		a := de.Attr
+		out = append(out, describe(prefix+de.Name, de.Type, a.Mode, a.Uid, a.Gid, a.Nlink))
 		if de.Type == meta.TypeDir {
 			out = append(out, d.engineTree(rt, de.Ino, prefix+de.Name+"/")...)
 		}
@@ -249,14 +359,12 @@ func localTree(rt *rapid.T, root string) []string {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		t := meta.TypeFile
-		switch {
-		case de.IsDir():
-			t = meta.TypeDir
-		case de.Type()&os.ModeSymlink != 0:
-			t = meta.TypeSymlink
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil {
+			return err
 		}
-		out = append(out, rel+typeMark(t))
+		t := meta.TypeFromMode(st.Mode)
+		out = append(out, describe(rel, t, uint16(st.Mode&0o7777), st.Uid, st.Gid, uint32(st.Nlink)))
 		return nil
 	})
 	if err != nil {
@@ -264,6 +372,15 @@ func localTree(rt *rapid.T, root string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// describe is one line of a tree listing. Symlink modes are not
+// compared (Linux shows 0777 whatever was asked).
+func describe(path string, t meta.Type, mode uint16, uid, gid, nlink uint32) string {
+	if t == meta.TypeSymlink {
+		mode = 0o777
+	}
+	return fmt.Sprintf("%s%s %o %d:%d n%d", path, typeMark(t), mode, uid, gid, nlink)
 }
 
 func typeMark(t meta.Type) string {

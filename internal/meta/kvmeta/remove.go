@@ -17,18 +17,8 @@ func (e *Engine) Unlink(ctx context.Context, parent meta.Ino, name string) (meta
 	}
 	var rm meta.Removed
 	err := e.update(ctx, func(t *txn) error {
-		p, ino, typ, err := t.entryToRemove(parent, name)
+		p, ino, a, err := t.entryToRemove(parent, name, false)
 		if err != nil {
-			return err
-		}
-		if typ == meta.TypeDir {
-			return syscall.EISDIR
-		}
-		a, err := t.attr(ino)
-		if err != nil {
-			return err
-		}
-		if err := meta.CheckSticky(t.cred, *p, *a); err != nil {
 			return err
 		}
 		t.tx.Delete(dentryKey(parent, name))
@@ -39,19 +29,24 @@ func (e *Engine) Unlink(ctx context.Context, parent meta.Ino, name string) (meta
 	return rm, wrap(err, "unlink %d/%q", parent, name)
 }
 
-// entryToRemove finds parent/name for removal. As on Linux, a missing
-// name is ENOENT even where the caller could not remove it: search
-// permission is checked before the lookup, write permission after.
-func (t *txn) entryToRemove(parent meta.Ino, name string) (*meta.Attr, meta.Ino, meta.Type, error) {
+// entryToRemove finds parent/name for unlink or rmdir and applies
+// meta.CheckRemove. As on Linux, a missing name is ENOENT even where the
+// caller could not remove it: search permission is checked before the
+// lookup, the rest after.
+func (t *txn) entryToRemove(parent meta.Ino, name string, rmdir bool) (*meta.Attr, meta.Ino, *meta.Attr, error) {
 	p, err := t.dirFor(parent, meta.MayExec)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, nil, err
 	}
-	ino, typ, err := t.lookup(parent, name)
+	ino, _, err := t.lookup(parent, name)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, nil, err
 	}
-	return p, ino, typ, meta.CheckAccess(t.cred, *p, meta.MayWrite|meta.MayExec)
+	a, err := t.attr(ino)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return p, ino, a, meta.CheckRemove(t.cred, *p, *a, rmdir)
 }
 
 // dropLink takes one link from non-directory ino. A regular file whose
@@ -125,18 +120,8 @@ func (e *Engine) Rmdir(ctx context.Context, parent meta.Ino, name string) error 
 		return err
 	}
 	err := e.update(ctx, func(t *txn) error {
-		p, ino, typ, err := t.entryToRemove(parent, name)
+		p, ino, a, err := t.entryToRemove(parent, name, true)
 		if err != nil {
-			return err
-		}
-		if typ != meta.TypeDir {
-			return syscall.ENOTDIR
-		}
-		a, err := t.attr(ino)
-		if err != nil {
-			return err
-		}
-		if err := meta.CheckSticky(t.cred, *p, *a); err != nil {
 			return err
 		}
 		return t.removeDir(parent, p, name, ino, a)

@@ -83,9 +83,9 @@ func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
 	return rm, nil
 }
 
-// renameSides reads both parents and both entries (the target may be
-// missing). Search permission is checked before the source lookup, write
-// permission after it, so a missing source is ENOENT as on Linux.
+// renameSides reads both parents (with search permission) and both
+// entries; the target may be missing. Write permission comes later, in
+// meta.CheckRename, so a missing source is ENOENT as on Linux.
 func (t *txn) renameSides(req meta.RenameRequest) (src, dst renameSide, err error) {
 	src = renameSide{parent: req.OldParent, name: req.OldName}
 	dst = renameSide{parent: req.NewParent, name: req.NewName}
@@ -96,11 +96,6 @@ func (t *txn) renameSides(req meta.RenameRequest) (src, dst renameSide, err erro
 	}
 	if src.ino, _, err = t.lookup(src.parent, src.name); err != nil {
 		return src, dst, err
-	}
-	for _, s := range []*renameSide{&src, &dst} {
-		if err = meta.CheckAccess(t.cred, *s.dir, meta.MayWrite|meta.MayExec); err != nil {
-			return src, dst, err
-		}
 	}
 	if src.attr, err = t.attr(src.ino); err != nil {
 		return src, dst, err
@@ -116,11 +111,12 @@ func (t *txn) renameSides(req meta.RenameRequest) (src, dst renameSide, err erro
 	return src, dst, err
 }
 
-// checkRename gathers the facts for meta.CheckRename, then applies the
-// sticky rule to both sides and requires write access to a directory that
-// changes parent (its ".." entry changes).
+// checkRename gathers the facts meta.CheckRename needs and applies it.
 func (t *txn) checkRename(flags uint32, src, dst renameSide) error {
-	rc := meta.RenameCheck{Flags: flags, Src: *src.attr}
+	rc := meta.RenameCheck{
+		Flags: flags, Cred: t.cred, SrcDir: *src.dir, DstDir: *dst.dir,
+		SameParent: src.parent == dst.parent, Src: *src.attr,
+	}
 	if dst.ino != 0 {
 		rc.Dst = dst.attr
 		if dst.attr.Type == meta.TypeDir && flags&meta.RenameExchange == 0 {
@@ -134,33 +130,7 @@ func (t *txn) checkRename(flags uint32, src, dst renameSide) error {
 	if err := t.ancestry(&rc, src, dst); err != nil {
 		return err
 	}
-	if err := meta.CheckRename(rc); err != nil {
-		return err
-	}
-	return t.checkRenamePerms(flags, src, dst)
-}
-
-func (t *txn) checkRenamePerms(flags uint32, src, dst renameSide) error {
-	if err := meta.CheckSticky(t.cred, *src.dir, *src.attr); err != nil {
-		return err
-	}
-	if dst.ino != 0 {
-		if err := meta.CheckSticky(t.cred, *dst.dir, *dst.attr); err != nil {
-			return err
-		}
-	}
-	if src.parent == dst.parent {
-		return nil
-	}
-	if src.attr.Type == meta.TypeDir {
-		if err := meta.CheckAccess(t.cred, *src.attr, meta.MayWrite); err != nil {
-			return err
-		}
-	}
-	if flags&meta.RenameExchange != 0 && dst.attr.Type == meta.TypeDir {
-		return meta.CheckAccess(t.cred, *dst.attr, meta.MayWrite)
-	}
-	return nil
+	return meta.CheckRename(rc)
 }
 
 // ancestry fills in whether a directory would move under itself (the
