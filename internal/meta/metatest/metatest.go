@@ -5,6 +5,9 @@
 //		metatest.Run(t, func(t *testing.T) meta.Engine { return newEmptyEngine(t) })
 //	}
 //
+// and, for engines that several mounts share, RunClients with a factory of
+// n engines over one store.
+//
 // newEngine must return an engine over an empty, unformatted store; the
 // suite formats it and closes it when the subtest ends. The suite covers
 // every Engine method and errno case documented in meta/engine.go and
