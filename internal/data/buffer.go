@@ -11,7 +11,7 @@ import (
 // pageSize is the unit write buffers are allocated in. A small write costs
 // one page, not a whole block; a sequential writer fills pages without ever
 // copying a growing buffer.
-const pageSize = 64 << 10
+const pageSize = 16 << 10
 
 // getPage returns a zeroed-or-reused page of s.pageSize bytes and charges
 // it to the write budget. Pages are fully overwritten before they are read

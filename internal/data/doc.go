@@ -52,8 +52,8 @@
 //     the write must start inside the slice's unsealed tail or at its end,
 //     and no newer slice may overlap the write (it would shadow the
 //     extension, by invariant 2). Otherwise start a new slice.
-//  3. Copy p into the slice's pages (64 KiB units from a sync.Pool, so a
-//     4 KiB random write costs 64 KiB, not 4 MiB, and sequential writes
+//  3. Copy p into the slice's pages (16 KiB units from a sync.Pool, so a
+//     4 KiB random write costs 16 KiB, not 4 MiB, and sequential writes
 //     never copy a growing buffer).
 //  4. Seal every block the write completed and upload it in the
 //     background (Uploads at a time, retried with backoff). The slice id

@@ -231,7 +231,9 @@ func sizeErr(err error, want int) error {
 // up only when half of it has been consumed, so most reads cost nothing.
 func (r *Reader) prefetch(index uint32, painted []meta.Slice, end uint32) {
 	bs := uint64(r.s.cfg.BlockSize)
-	span := uint64(r.s.cfg.ReadAhead) * bs
+	// Never prefetch more than half the cache holds: blocks would evict
+	// each other before they are read.
+	span := min(uint64(r.s.cfg.ReadAhead)*bs, uint64(max(r.s.cfg.CacheSize, 0))/2/bs*bs)
 	if span == 0 {
 		return
 	}
