@@ -137,9 +137,11 @@ func (r *Reader) fail(index uint32, p meta.Slice, sliceOff int, key string, err 
 // small blocks, large reads), or by a ranged Get straight into dst.
 func (s *Store) readBlock(ctx context.Context, key string, size, bo int, dst []byte, whole bool) error {
 	if data, ok := s.cache.get(key); ok {
+		s.counters.cacheHits.Add(1)
 		copy(dst, data[bo:])
 		return nil
 	}
+	s.counters.cacheMisses.Add(1)
 	if whole || size <= smallBlock || len(dst)*4 >= size {
 		data, err := s.cache.load(ctx, key, func() ([]byte, error) { return s.getBlock(key, size) }, s.spawn)
 		if err != nil {
@@ -197,6 +199,8 @@ func (s *Store) getBlock(key string, size int) ([]byte, error) {
 	if n, _ := rc.Read(extra[:]); n > 0 {
 		return nil, fmt.Errorf("object longer than %d bytes: %w", size, ErrCorrupt)
 	}
+	s.counters.blocksFetched.Add(1)
+	s.counters.bytesFetched.Add(int64(size))
 	return data, nil
 }
 
@@ -214,6 +218,8 @@ func (s *Store) getRange(ctx context.Context, key string, off int, dst []byte) e
 	if _, err := io.ReadFull(rc, dst); err != nil {
 		return sizeErr(err, off+len(dst))
 	}
+	s.counters.rangesFetched.Add(1)
+	s.counters.bytesFetched.Add(int64(len(dst)))
 	return nil
 }
 

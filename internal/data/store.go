@@ -111,6 +111,8 @@ type Store struct {
 
 	regMu   sync.Mutex
 	writers map[*Writer]struct{}
+
+	counters counters
 }
 
 // New returns a Store over objects. Config zero fields take defaults; a

@@ -99,8 +99,11 @@ func (s *Store) put(key string, pages [][]byte, size int) error {
 		err := s.objects.Put(s.ctx, key, newPageReader(pages, s.pageSize, size), int64(size))
 		<-s.uploads
 		if err == nil {
+			s.counters.blocksPut.Add(1)
+			s.counters.bytesPut.Add(int64(size))
 			return nil
 		}
+		s.counters.putFailures.Add(1)
 		if attempt >= s.retries || object.IsPermanent(err) || !s.sleep(delay) {
 			return fmt.Errorf("put %s: %w", key, err)
 		}
