@@ -8,9 +8,9 @@ import (
 )
 
 // startUpload hands block bi of s to a background upload; the caller
-// counted it in s.pending when it sealed it. The block's
-// pages are immutable from here on (findSlice never writes below sealed),
-// so the upload goroutine reads them without w.mu. Called with w.mu held.
+// counted it in s.pending when it sealed it. The block's pages are
+// immutable from here on (findSlice never writes below sealed), so the
+// upload goroutine reads them without w.mu. Called with w.mu held.
 func (w *Writer) startUpload(s *slice, bi int) {
 	b := s.blocks[bi]
 	if b.err != nil {
@@ -36,7 +36,10 @@ func (w *Writer) upload(s *slice, bi int, b *block, size int, gen uint64) {
 	if err == nil {
 		err = w.s.put(BlockKey(id, bi, size), b.pages, size)
 	}
-	w.s.buf.uploading(-1)
+	// Count the upload finished only after its pages are back, or a
+	// waiting writer could see a full buffer with nothing draining and
+	// cut its slices needlessly.
+	defer w.s.buf.uploading(-1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	b.uploading = false

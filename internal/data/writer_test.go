@@ -233,6 +233,9 @@ func TestWriterBufferLimit(t *testing.T) {
 	if peak > limit+(16<<10)+2*pageSize {
 		t.Fatalf("buffer peak %d exceeds limit %d", peak, limit)
 	}
+	if got := e.slices(1, 0); len(got) != 1 {
+		t.Fatalf("back-pressure cut a sequential write into %d slices", len(got))
+	}
 	mustEqual(t, "read back", e.readFile(t, s.NewReader(1), 1, 0, len(data)), data)
 }
 
