@@ -21,7 +21,8 @@ var (
 
 // allKinds are the key kinds a dump carries, in the order it writes them.
 var allKinds = []byte{kindFormat, kindCounter, kindAttr, kindDentry, kindSymlink,
-	kindXattr, kindChunk, kindRefs, kindFreed, kindOrphan}
+	kindXattr, kindChunk, kindRefs, kindFreed, kindOrphan,
+	kindSession, kindSessionOrphan, kindSessionLock, kindFlock, kindPlock}
 
 // Orphans scans the 'O' keys.
 func (e *Engine) Orphans(ctx context.Context, limit int) ([]meta.Orphan, error) {
@@ -29,7 +30,8 @@ func (e *Engine) Orphans(ctx context.Context, limit int) ([]meta.Orphan, error) 
 	err := e.view(ctx, func(t *txn) error {
 		out = out[:0]
 		return t.tx.Scan([]byte{kindOrphan}, nil, limit, func(key, value []byte) bool {
-			out = append(out, meta.Orphan{Ino: meta.Ino(be.Uint64(key[1:])), Since: decodeInt(value)})
+			_, since := decodeOrphan(value)
+			out = append(out, meta.Orphan{Ino: meta.Ino(be.Uint64(key[1:])), Since: since})
 			return true
 		})
 	})

@@ -67,7 +67,7 @@ func (c *checker) checkInodes(links, subdirs map[meta.Ino]uint32, parents map[me
 	}
 	for ino := range c.vs.orphans {
 		if _, ok := c.vs.attrs[ino]; !ok {
-			c.problem(func(t *txn) error { t.tx.Delete(orphanKey(ino)); return nil }, "orphan mark for missing inode %d", ino)
+			c.problem(func(t *txn) error { return t.unmarkOrphan(ino) }, "orphan mark for missing inode %d", ino)
 		}
 	}
 }
@@ -104,14 +104,14 @@ func (c *checker) checkNonDir(ino meta.Ino, a meta.Attr, links uint32) {
 		}, "inode %d (type %d) is not reachable", ino, a.Type)
 	case links == 0 && (a.Nlink != 0 || !orphan):
 		c.problem(func(t *txn) error {
-			t.tx.Set(orphanKey(ino), encodeInt(t.now))
+			t.markOrphan(ino)
 			return setAttr(ino, func(a *meta.Attr) { a.Nlink = 0 })(t)
 		}, "file %d has no entries but nlink %d, orphan mark %v", ino, a.Nlink, orphan)
 	case links > 0 && a.Nlink != links:
 		c.problem(setAttr(ino, func(a *meta.Attr) { a.Nlink = links }), "inode %d: nlink %d, %d entries", ino, a.Nlink, links)
 	}
 	if links > 0 && orphan {
-		c.problem(func(t *txn) error { t.tx.Delete(orphanKey(ino)); return nil }, "inode %d has entries and an orphan mark", ino)
+		c.problem(func(t *txn) error { return t.unmarkOrphan(ino) }, "inode %d has entries and an orphan mark", ino)
 	}
 	if a.Type == meta.TypeSymlink && !c.vs.symlinks[ino] {
 		c.problem(nil, "symlink %d has no target", ino)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,6 +21,8 @@ type Engine struct {
 	inodes idPool
 	slices idPool
 	usage  usage
+	// session is the meta.SessionID this client works for (0: none).
+	session atomic.Uint64
 
 	fmtMu  sync.Mutex
 	format *meta.Format // cached by Load and Format
@@ -75,13 +78,14 @@ func (e *Engine) Close() error {
 // publish after the commit. A fresh txn is made for every attempt, so a
 // retried transaction starts clean.
 type txn struct {
-	tx    kv.Tx
-	cred  meta.Cred
-	now   int64
-	attrs map[meta.Ino]*meta.Attr
-	dirty map[meta.Ino]bool
-	space int64 // bytes of used space added
-	files int64 // inodes added
+	tx      kv.Tx
+	session meta.SessionID
+	cred    meta.Cred
+	now     int64
+	attrs   map[meta.Ino]*meta.Attr
+	dirty   map[meta.Ino]bool
+	space   int64 // bytes of used space added
+	files   int64 // inodes added
 }
 
 // update runs fn in one read-write kv transaction; dirty attributes are
@@ -90,6 +94,7 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 	var done *txn
 	err := e.store.Txn(ctx, func(tx kv.Tx) error {
 		t := newTxn(ctx, tx)
+		t.session = e.currentSession()
 		if err := fn(t); err != nil {
 			return err
 		}

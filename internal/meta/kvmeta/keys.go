@@ -20,14 +20,21 @@ const (
 	kindOrphan  = 'O' // O ino → unlink time: nlink 0, data kept
 	kindFormat  = 'F' // F → format JSON
 	kindCounter = 'N' // N name → int64 counter
+
+	kindSession       = 'E' // E session → session JSON
+	kindSessionOrphan = 'o' // o session ino → "": orphans a session made
+	kindSessionLock   = 'q' // q session ino → "": inodes a session locks
+	kindFlock         = 'Q' // Q ino → flock records
+	kindPlock         = 'P' // P ino → fcntl lock records
 )
 
 // Counter names under kindCounter.
 const (
-	counterNextInode  = "nextInode"
-	counterNextSlice  = "nextSlice"
-	counterUsedSpace  = "usedSpace"
-	counterUsedInodes = "usedInodes"
+	counterNextInode   = "nextInode"
+	counterNextSlice   = "nextSlice"
+	counterUsedSpace   = "usedSpace"
+	counterUsedInodes  = "usedInodes"
+	counterNextSession = "nextSession"
 )
 
 var be = binary.BigEndian

@@ -63,7 +63,7 @@ func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
 		return rm, nil
 	}
 	if a.Type == meta.TypeFile {
-		t.tx.Set(orphanKey(ino), encodeInt(t.now))
+		t.markOrphan(ino)
 		rm.Orphan = true
 		return rm, nil
 	}
@@ -89,7 +89,11 @@ func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
 	if err := t.deleteXattrs(ino); err != nil {
 		return err
 	}
-	t.tx.Delete(orphanKey(ino))
+	if a.Type == meta.TypeFile && a.Nlink == 0 {
+		if err := t.unmarkOrphan(ino); err != nil {
+			return err
+		}
+	}
 	t.drop(ino)
 	t.files--
 	return nil

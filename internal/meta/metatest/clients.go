@@ -22,6 +22,7 @@ func RunClients(t *testing.T, newClients ClientsFactory) {
 	t.Run("UniqueIDs", func(t *testing.T) { testUniqueIDs(t, newClients) })
 	t.Run("RenameCycle", func(t *testing.T) { testRenameCycle(t, newClients) })
 	t.Run("LinkCounts", func(t *testing.T) { testLinkCounts(t, newClients) })
+	t.Run("Sessions", func(t *testing.T) { testSessions(t, newClients) })
 }
 
 // clients makes n formatted clients.

@@ -54,6 +54,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"ReaddirPaging", testReaddirPaging},
 		{"Concurrency", testConcurrency},
 		{"Admin", testAdmin},
+		{"Locks", testLocks},
 		{"Model", testModel},
 	}
 	for _, g := range groups {

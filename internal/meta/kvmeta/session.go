@@ -1,0 +1,265 @@
+package kvmeta
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
+)
+
+// Sessions.
+//
+// A session is one key, 'E' session → JSON of meta.SessionInfo plus a
+// "reclaiming" mark. What a session holds is indexed under it with 9-byte
+// prefixes, so ending it is an ordered scan, not a volume scan:
+//
+//	'o' session ino → ""    orphan created by the session (see 'O')
+//	'q' session ino → ""    the session holds locks on ino
+//
+// Ending a session (EndSession, or ReclaimSessions for a dead one) first
+// marks it reclaiming, which makes its heartbeats fail with
+// meta.ErrSessionLost; then it releases the locks and purges the orphans,
+// one inode per transaction; then it deletes the session key. A reclaimer
+// that dies half-way leaves the mark, and the next one finishes the job.
+
+var _ meta.Sessions = (*Engine)(nil)
+
+// sessionRecord is the stored form of a session.
+type sessionRecord struct {
+	meta.SessionInfo
+	Reclaiming bool `json:"reclaiming,omitempty"`
+}
+
+func sessionKey(id meta.SessionID) []byte { return inoKey(kindSession, meta.Ino(id)) }
+
+func sessionIndexKey(kind byte, id meta.SessionID, ino meta.Ino) []byte {
+	return be.AppendUint64(inoKey(kind, meta.Ino(id)), uint64(ino))
+}
+
+// BeginSession registers the client. Orphans and locks this Engine makes
+// from now on belong to the new session.
+func (e *Engine) BeginSession(ctx context.Context, info meta.SessionInfo) (meta.SessionID, error) {
+	var id meta.SessionID
+	now := time.Now().UTC()
+	err := e.store.Txn(ctx, func(tx kv.Tx) error {
+		raw, err := tx.Get(counterKey(counterNextSession))
+		if err != nil {
+			return err
+		}
+		id = meta.SessionID(max(decodeInt(raw), 1))
+		tx.Set(counterKey(counterNextSession), encodeInt(int64(id)+1))
+		info.ID, info.Started, info.Heartbeat = id, now, now
+		return putSession(tx, sessionRecord{SessionInfo: info})
+	})
+	if err != nil {
+		return 0, wrap(err, "begin session")
+	}
+	e.session.Store(uint64(id))
+	return id, nil
+}
+
+func putSession(tx kv.Tx, rec sessionRecord) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	tx.Set(sessionKey(rec.ID), data)
+	return nil
+}
+
+func getSession(tx kv.Tx, id meta.SessionID) (*sessionRecord, error) {
+	raw, err := tx.Get(sessionKey(id))
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var rec sessionRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("bad session record %d: %w", id, err)
+	}
+	return &rec, nil
+}
+
+// currentSession is the session this Engine works for (0: none).
+func (e *Engine) currentSession() meta.SessionID { return meta.SessionID(e.session.Load()) }
+
+// Heartbeat rewrites the session's heartbeat time.
+func (e *Engine) Heartbeat(ctx context.Context) error {
+	id := e.currentSession()
+	if id == 0 {
+		return meta.ErrSessionLost
+	}
+	err := e.store.Txn(ctx, func(tx kv.Tx) error {
+		rec, err := getSession(tx, id)
+		if err != nil {
+			return err
+		}
+		if rec == nil || rec.Reclaiming {
+			return meta.ErrSessionLost
+		}
+		rec.Heartbeat = time.Now().UTC()
+		return putSession(tx, *rec)
+	})
+	return wrap(err, "heartbeat session %d", id)
+}
+
+// EndSession ends this Engine's session.
+func (e *Engine) EndSession(ctx context.Context) error {
+	id := e.currentSession()
+	if id == 0 {
+		return nil
+	}
+	if err := e.endSession(ctx, id, 0); err != nil {
+		return err
+	}
+	e.session.CompareAndSwap(uint64(id), 0)
+	return nil
+}
+
+// ListSessions scans the session keys.
+func (e *Engine) ListSessions(ctx context.Context) ([]meta.SessionInfo, error) {
+	var out []meta.SessionInfo
+	err := e.store.View(ctx, func(tx kv.Tx) error {
+		out = out[:0]
+		var derr error
+		err := tx.Scan([]byte{kindSession}, nil, 0, func(_, v []byte) bool {
+			var rec sessionRecord
+			derr = json.Unmarshal(v, &rec)
+			out = append(out, rec.SessionInfo)
+			return derr == nil
+		})
+		return firstErr(err, derr)
+	})
+	slices.SortFunc(out, func(a, b meta.SessionInfo) int { return int(a.ID) - int(b.ID) })
+	return out, wrap(err, "list sessions")
+}
+
+// ReclaimSessions ends the other sessions that missed their heartbeats.
+func (e *Engine) ReclaimSessions(ctx context.Context, expiry time.Duration) (int, error) {
+	sessions, err := e.ListSessions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ended := 0
+	for _, s := range sessions {
+		if s.ID == e.currentSession() || time.Since(s.Heartbeat) < expiry {
+			continue
+		}
+		if err := e.endSession(ctx, s.ID, expiry); err != nil {
+			return ended, err
+		}
+		ended++
+	}
+	return ended, nil
+}
+
+// endSession marks session id reclaiming (when expiry > 0, only if it is
+// still expired), releases what it holds and deletes it. Safe to run from
+// several clients at once.
+func (e *Engine) endSession(ctx context.Context, id meta.SessionID, expiry time.Duration) error {
+	err := e.store.Txn(ctx, func(tx kv.Tx) error {
+		rec, err := getSession(tx, id)
+		if err != nil || rec == nil || rec.Reclaiming {
+			return err
+		}
+		if expiry > 0 && time.Since(rec.Heartbeat) < expiry {
+			return errStillAlive
+		}
+		rec.Reclaiming = true
+		return putSession(tx, *rec)
+	})
+	if err == errStillAlive {
+		return nil
+	}
+	if err == nil {
+		err = e.releaseSession(ctx, id)
+	}
+	if err == nil {
+		err = e.store.Txn(ctx, func(tx kv.Tx) error { tx.Delete(sessionKey(id)); return nil })
+	}
+	return wrap(err, "end session %d", id)
+}
+
+// errStillAlive stops a reclaim of a session that beat meanwhile.
+var errStillAlive = fmt.Errorf("session is alive")
+
+// releaseSession drops the locks and purges the orphans the session holds.
+func (e *Engine) releaseSession(ctx context.Context, id meta.SessionID) error {
+	locked, err := e.sessionInodes(ctx, kindSessionLock, id)
+	if err != nil {
+		return err
+	}
+	for _, ino := range locked {
+		if err := e.update(ctx, func(t *txn) error { return t.dropSessionLocks(id, ino) }); err != nil {
+			return err
+		}
+	}
+	orphans, err := e.sessionInodes(ctx, kindSessionOrphan, id)
+	if err != nil {
+		return err
+	}
+	for _, ino := range orphans {
+		if err := e.Purge(ctx, ino); err != nil {
+			return err
+		}
+		e.forgetIndex(ctx, kindSessionOrphan, id, ino) // in case the orphan was relinked
+	}
+	return nil
+}
+
+// sessionInodes lists the inodes of one of a session's indexes.
+func (e *Engine) sessionInodes(ctx context.Context, kind byte, id meta.SessionID) ([]meta.Ino, error) {
+	var inos []meta.Ino
+	err := e.store.View(ctx, func(tx kv.Tx) error {
+		inos = inos[:0]
+		return tx.Scan(inoKey(kind, meta.Ino(id)), nil, 0, func(k, _ []byte) bool {
+			inos = append(inos, meta.Ino(be.Uint64(k[9:])))
+			return true
+		})
+	})
+	return inos, err
+}
+
+func (e *Engine) forgetIndex(ctx context.Context, kind byte, id meta.SessionID, ino meta.Ino) {
+	_ = e.store.Txn(ctx, func(tx kv.Tx) error {
+		tx.Delete(sessionIndexKey(kind, id, ino))
+		return nil
+	})
+}
+
+// orphanValue is the value of an 'O' key: the session that made the
+// orphan (0: none) and when.
+func orphanValue(id meta.SessionID, now int64) []byte {
+	return be.AppendUint64(be.AppendUint64(nil, uint64(id)), uint64(now))
+}
+
+func decodeOrphan(v []byte) (meta.SessionID, int64) {
+	if len(v) < 16 {
+		return 0, decodeInt(v)
+	}
+	return meta.SessionID(be.Uint64(v)), int64(be.Uint64(v[8:]))
+}
+
+// markOrphan records ino as an orphan of the current session.
+func (t *txn) markOrphan(ino meta.Ino) {
+	t.tx.Set(orphanKey(ino), orphanValue(t.session, t.now))
+	if t.session != 0 {
+		t.tx.Set(sessionIndexKey(kindSessionOrphan, t.session, ino), nil)
+	}
+}
+
+// unmarkOrphan deletes ino's orphan mark and its session index entry.
+func (t *txn) unmarkOrphan(ino meta.Ino) error {
+	raw, err := t.tx.Get(orphanKey(ino))
+	if err != nil || raw == nil {
+		return err
+	}
+	if id, _ := decodeOrphan(raw); id != 0 {
+		t.tx.Delete(sessionIndexKey(kindSessionOrphan, id, ino))
+	}
+	t.tx.Delete(orphanKey(ino))
+	return nil
+}
