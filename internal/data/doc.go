@@ -86,8 +86,9 @@
 // holes with zeros and copies each visible piece block by block. Blocks
 // come from a byte-bounded LRU shared by the Store, loaded singleflight
 // style (concurrent loads of a block share one Get). A Reader that sees
-// consecutive offsets fetches whole blocks and prefetches the next
-// ReadAhead blocks of the chunk in the background; a random reader reads
+// consecutive offsets fetches whole blocks and prefetches ahead of itself
+// in the background, a window that ramps from two blocks to ReadAhead as
+// the run grows (and stays within the chunk, whose list it has); a random reader reads
 // only the bytes it needs with a ranged Get, straight into the caller's
 // buffer. A block of the wrong size is ErrCorrupt, a missing one wraps
 // object.ErrNotExist; the error names the inode, file offset and key and

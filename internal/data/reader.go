@@ -31,6 +31,7 @@ type Reader struct {
 	mu      sync.Mutex
 	next    uint64 // file offset where the last sequential run ended
 	run     int    // consecutive sequential reads
+	runFrom uint64 // file offset where the sequential run started
 	aheadTo uint64 // file offset up to which blocks were prefetched
 	paint   paintings
 }
@@ -91,6 +92,7 @@ func (r *Reader) observe(index, pos uint32, n int) bool {
 		r.run = 0
 		r.next = end
 		r.aheadTo = 0
+		r.runFrom = off
 	}
 	return r.run >= 1
 }
@@ -237,15 +239,19 @@ func sizeErr(err error, want int) error {
 // up only when half of it has been consumed, so most reads cost nothing.
 func (r *Reader) prefetch(index uint32, painted []meta.Slice, end uint32) {
 	bs := uint64(r.s.cfg.BlockSize)
-	// Never prefetch more than half the cache holds: blocks would evict
-	// each other before they are read.
-	span := min(uint64(r.s.cfg.ReadAhead)*bs, uint64(max(r.s.cfg.CacheSize, 0))/2/bs*bs)
-	if span == 0 {
-		return
-	}
 	chunkStart := uint64(index) * meta.ChunkSize
 	fileEnd := chunkStart + uint64(end)
 	r.mu.Lock()
+	// The window ramps up with the run: four times what was read so far,
+	// at least two blocks, so a reader of a file's first page does not
+	// pull 32 MiB, and a long stream reaches the full window after 8 MiB.
+	// Never more than half the cache: blocks would evict each other.
+	span := min(max(4*(r.next-r.runFrom), 2*bs), uint64(r.s.cfg.ReadAhead)*bs,
+		uint64(max(r.s.cfg.CacheSize, 0))/2/bs*bs)
+	if span == 0 {
+		r.mu.Unlock()
+		return
+	}
 	if r.aheadTo >= fileEnd+span/2 {
 		r.mu.Unlock()
 		return
