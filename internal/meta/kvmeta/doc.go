@@ -38,6 +38,9 @@
 //	'O' ino                → orphan: nlink 0, data kept for open handles
 //	'F'                    → format JSON (volume settings, version)
 //	'N' name               → counters (next ids, usage)
+//	'E' session            → session JSON (heartbeat)
+//	'o'/'q' session ino    → what a session holds: orphans, locked inodes
+//	'Q' ino, 'P' ino       → flock and fcntl lock records of an inode
 //
 // Ordered, paged scans (readdir, listxattr, a file's chunks) all use a
 // prefix of exactly kv.ScanPrefixLen bytes: the kind plus the 8-byte inode.
@@ -57,6 +60,13 @@
 //     Fallocate, CopyFileRange, Readdir) do not check: like read(2) and
 //     ftruncate(2), they were authorised when the file was opened, which
 //     the vfs checks with Access.
+//
+// # Sessions and locks
+//
+// The Engine implements meta.Sessions and meta.Locker (session.go,
+// lock.go): locks are records under the inode, qualified by the session of
+// the client that took them; orphans and locks are indexed by session so
+// that ending or reclaiming a session releases exactly what it held.
 //
 // # Admin work
 //
