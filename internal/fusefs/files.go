@@ -79,3 +79,14 @@ func (fs *FS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (u
 	n, err := fs.vfs.CopyFileRange(ctx(&in.InHeader), vfs.Fh(in.FhIn), in.OffIn, vfs.Fh(in.FhOut), in.OffOut, length)
 	return uint32(n), fs.status("copy_file_range", err)
 }
+
+// Lseek implements fuse.RawFileSystem for SEEK_DATA and SEEK_HOLE (the
+// kernel handles the other whences itself).
+func (fs *FS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
+	off, err := fs.vfs.Lseek(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, int(in.Whence))
+	if err != nil {
+		return fs.status("lseek", err)
+	}
+	out.Offset = off
+	return fuse.OK
+}

@@ -224,3 +224,37 @@ func TestConcurrentWritersOnDistinctFiles(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestLseekDataAndHoles(t *testing.T) {
+	fs := newFS(t)
+	ctx := context.Background()
+	ino, fh := create(t, fs, "sparse")
+	const mib = 1 << 20
+	fs.Write(ctx, fh, 2*mib, bytes.Repeat([]byte{1}, mib))     // data [2M, 3M)
+	fs.Write(ctx, fh, meta.ChunkSize+mib, []byte("tail data")) // data in chunk 1
+	if _, err := fs.Setattr(ctx, ino, vfs.SetattrRequest{SetSize: true, Size: meta.ChunkSize + 4*mib}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		off    uint64
+		whence int
+		want   uint64
+		err    error
+	}{
+		{0, vfs.SeekData, 2 * mib, nil},
+		{0, vfs.SeekHole, 0, nil},
+		{2*mib + 5, vfs.SeekData, 2*mib + 5, nil},
+		{2 * mib, vfs.SeekHole, 3 * mib, nil},
+		{3 * mib, vfs.SeekData, meta.ChunkSize + mib, nil},
+		{meta.ChunkSize + mib + 9, vfs.SeekData, 0, syscall.ENXIO},
+		{meta.ChunkSize + mib, vfs.SeekHole, meta.ChunkSize + mib + 9, nil},
+		{meta.ChunkSize + 4*mib, vfs.SeekHole, 0, syscall.ENXIO},
+	}
+	for _, tt := range tests {
+		got, err := fs.Lseek(ctx, fh, tt.off, tt.whence)
+		if !errors.Is(err, tt.err) || (err == nil && got != tt.want) {
+			t.Errorf("lseek(%d, %d) = %d, %v; want %d, %v", tt.off, tt.whence, got, err, tt.want, tt.err)
+		}
+	}
+	fs.Release(ctx, fh)
+}
