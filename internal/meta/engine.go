@@ -183,3 +183,15 @@ type CopyRequest struct {
 	DstOff uint64
 	Len    uint64
 }
+
+// OpenTracker is implemented by engines that can delete an unlinked inode
+// in the same transaction as its last unlink when the client does not hold
+// it open, instead of leaving an orphan for a later Purge: one transaction
+// per unlink instead of two. The vfs registers its open-file check.
+type OpenTracker interface {
+	// SetOpenCheck registers isOpen, which reports whether this client
+	// holds ino open. It is called inside engine transactions and must
+	// not call the engine. nil restores the default (every unlinked
+	// regular file becomes an orphan).
+	SetOpenCheck(isOpen func(Ino) bool)
+}

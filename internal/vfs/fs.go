@@ -83,12 +83,22 @@ func New(engine meta.Engine, store *data.Store, cfg Config) *FS {
 		stamps:  map[meta.Ino]stamp{},
 		stop:    cancel,
 	}
+	if t, ok := engine.(meta.OpenTracker); ok {
+		t.SetOpenCheck(fs.isOpen)
+	}
 	fs.compactor = newCompactor(fs)
 	fs.cleaner = newCleaner(fs)
 	fs.wg.Add(2)
 	go func() { defer fs.wg.Done(); fs.compactor.run(ctx) }()
 	go func() { defer fs.wg.Done(); fs.cleaner.run(ctx) }()
 	return fs
+}
+
+// isOpen reports whether this mount holds ino open (meta.OpenTracker).
+func (fs *FS) isOpen(ino meta.Ino) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.files[ino] != nil
 }
 
 // Engine returns the metadata engine the FS runs on.

@@ -23,6 +23,8 @@ type Engine struct {
 	usage  usage
 	// session is the meta.SessionID this client works for (0: none).
 	session atomic.Uint64
+	// openCheck is the client's open-file check (meta.OpenTracker).
+	openCheck atomic.Pointer[func(meta.Ino) bool]
 
 	fmtMu  sync.Mutex
 	format *meta.Format // cached by Load and Format
@@ -34,6 +36,19 @@ type Engine struct {
 }
 
 var _ meta.Engine = (*Engine)(nil)
+var _ meta.OpenTracker = (*Engine)(nil)
+
+// SetOpenCheck implements meta.OpenTracker.
+func (e *Engine) SetOpenCheck(isOpen func(meta.Ino) bool) { e.openCheck.Store(&isOpen) }
+
+// openChecker returns the registered open-file check, or one that says
+// every inode may be open (so unlinked files always become orphans).
+func (e *Engine) openChecker() func(meta.Ino) bool {
+	if check := e.openCheck.Load(); check != nil && *check != nil {
+		return *check
+	}
+	return func(meta.Ino) bool { return true }
+}
 
 // Options tune an Engine. The zero value is the default.
 type Options struct {
@@ -80,6 +95,7 @@ func (e *Engine) Close() error {
 type txn struct {
 	tx      kv.Tx
 	session meta.SessionID
+	isOpen  func(meta.Ino) bool // see Engine.SetOpenCheck
 	cred    meta.Cred
 	now     int64
 	attrs   map[meta.Ino]*meta.Attr
@@ -95,6 +111,7 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 	err := e.store.Txn(ctx, func(tx kv.Tx) error {
 		t := newTxn(ctx, tx)
 		t.session = e.currentSession()
+		t.isOpen = e.openChecker()
 		if err := fn(t); err != nil {
 			return err
 		}

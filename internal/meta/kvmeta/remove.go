@@ -62,7 +62,7 @@ func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
 	if a.Nlink > 0 {
 		return rm, nil
 	}
-	if a.Type == meta.TypeFile {
+	if a.Type == meta.TypeFile && t.isOpen(ino) {
 		t.markOrphan(ino)
 		rm.Orphan = true
 		return rm, nil
