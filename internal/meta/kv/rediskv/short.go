@@ -2,6 +2,9 @@ package rediskv
 
 import (
 	"bytes"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
 
 	"shoal/internal/meta/kv"
 )
@@ -56,8 +59,10 @@ func (s *shortSource) next(n int) ([][]byte, bool, error) {
 			return keys, false, nil
 		}
 		if len(s.queue) > 0 {
-			s.expand(s.queue[0])
-			s.queue = s.queue[1:]
+			keys, err := s.expandBatch(n)
+			if err != nil || len(keys) > 0 {
+				return keys, false, err
+			}
 			continue
 		}
 		if done, err := s.readDir(n); done || err != nil {
@@ -79,14 +84,60 @@ func (s *shortSource) takeShort(n int) [][]byte {
 	return keys
 }
 
-// expand starts reading the "z" set of a 9-byte prefix head, from lo if
-// the range starts inside it.
-func (s *shortSource) expand(head []byte) {
-	min := "-"
-	if len(s.r.lo) >= kv.ScanPrefixLen && bytes.Equal(head, s.r.lo[:kv.ScanPrefixLen]) {
-		min = lexFrom(s.r.lo[kv.ScanPrefixLen:], s.r.loIncl)
+// expandBatch reads the "z" sets of up to n 9-byte prefixes at the front
+// of the queue in one round trip (a key kind whose keys are all 9 bytes,
+// like the freed-slice queue, would otherwise cost a round trip per key)
+// and returns their keys in order. It stops after about n keys; a set that
+// may hold more than was read becomes s.inner, continued by later calls.
+func (s *shortSource) expandBatch(n int) ([][]byte, error) {
+	var heads [][]byte
+	for len(heads) < min(n, len(s.queue)) && len(s.queue[len(heads)]) == kv.ScanPrefixLen {
+		heads = append(heads, s.queue[len(heads)])
 	}
-	s.inner = &zsetSource{t: s.t, prefix9: head, min: min, max: "+"}
+	zkeys := make([]string, len(heads))
+	cmds := make([]*redis.StringSliceCmd, len(heads))
+	err := s.t.pipe(func(p redis.Pipeliner) {
+		for i, h := range heads {
+			zkeys[i] = s.t.s.keys.zset(h)
+		}
+		s.t.watchIn(p, zkeys...)
+		for i, h := range heads {
+			cmds[i] = p.ZRangeByLex(s.t.ctx, zkeys[i], &redis.ZRangeBy{Min: s.minFor(h), Max: "+", Count: int64(n)})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	var keys [][]byte
+	used := 0
+	for i, h := range heads {
+		members, err := cmds[i].Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		used++
+		for _, m := range members {
+			keys = append(keys, append(append(make([]byte, 0, len(h)+len(m)), h...), m...))
+		}
+		if len(members) == n { // maybe more: continue this set alone
+			s.inner = &zsetSource{t: s.t, prefix9: h, min: "(" + members[n-1], max: "+"}
+			break
+		}
+		if len(keys) >= n {
+			break
+		}
+	}
+	s.queue = s.queue[used:]
+	return s.filter(keys), nil
+}
+
+// minFor is the ZRANGEBYLEX lower bound within the "z" set of head: from
+// the range's start if it lies in that set, else from the first member.
+func (s *shortSource) minFor(head []byte) string {
+	if len(s.r.lo) >= kv.ScanPrefixLen && bytes.Equal(head, s.r.lo[:kv.ScanPrefixLen]) {
+		return lexFrom(s.r.lo[kv.ScanPrefixLen:], s.r.loIncl)
+	}
+	return "-"
 }
 
 // readDir reads the next members of the current "d" set into the queue,
