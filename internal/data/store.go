@@ -30,8 +30,8 @@ const (
 	DefaultBlockSize  = meta.MaxBlockSize
 	DefaultBufferSize = 256 << 20
 	DefaultCacheSize  = 256 << 20
-	DefaultReadAhead  = 8
-	DefaultUploads    = 16
+	DefaultReadAhead  = 16
+	DefaultUploads    = 32
 	DefaultIdleCommit = 3 * time.Second
 )
 
