@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"shoal/internal/data"
+	"shoal/internal/meta"
 	"shoal/internal/object"
 	"shoal/internal/object/filestore"
 	"shoal/internal/object/memstore"
@@ -421,4 +423,50 @@ func BenchmarkChecksumGet4KRandom(b *testing.B) {
 			rc.Close()
 		}
 	})
+}
+
+// TestChecksumUnderDataLayer writes a file's blocks through the data layer
+// into a checksummed store, flips one stored bit, and checks that the data
+// layer's reads fail with data.ErrCorrupt (the same value as
+// object.ErrCorrupt) instead of returning the flipped byte, for whole-block
+// and ranged reads alike.
+func TestChecksumUnderDataLayer(t *testing.T) {
+	ctx := context.Background()
+	raw := memstore.New()
+	ds := data.New(object.WithChecksum(raw), data.Config{BlockSize: 2 << 20, CacheSize: -1, ReadAhead: -1})
+	defer ds.Close()
+	var committed []meta.Slice
+	var next meta.SliceID
+	w := ds.NewWriter(2, func(context.Context) (meta.SliceID, error) { next++; return next, nil },
+		func(_ context.Context, _ uint32, s meta.Slice) error { committed = append(committed, s); return nil })
+	content := randData(30, 2500<<10)
+	if err := w.Write(ctx, 0, content); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	readAt := func(off, n int) ([]byte, error) {
+		buf := make([]byte, n)
+		k, err := ds.NewReader(2).Read(ctx, 0, committed, uint32(off), buf)
+		return buf[:k], err
+	}
+	if got, err := readAt(0, len(content)); err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("clean read: %d bytes, %v", len(got), err)
+	}
+	key := data.BlockKey(committed[0].ID, 0, 2<<20)
+	stored := rawBytes(t, raw, key)
+	stored[int(object.StoredSize(0))+70000] ^= 0x10 // data byte 70000-12, in segment 1
+	mustPut(t, raw, key, stored)
+	for _, r := range [][2]int{{0, len(content)}, {seg, 4096}, {seg + 4000, 10}} {
+		got, err := readAt(r[0], r[1])
+		if !errors.Is(err, data.ErrCorrupt) || !errors.Is(err, object.ErrCorrupt) {
+			t.Fatalf("read(%d, %d) of a flipped block = %d bytes, %v; want ErrCorrupt", r[0], r[1], len(got), err)
+		}
+	}
+	// A random read elsewhere in the block fetches only its own segment,
+	// which is intact.
+	if got, err := readAt(24*seg+10, 100); err != nil || !bytes.Equal(got, content[24*seg+10:24*seg+110]) {
+		t.Fatalf("read of an intact segment of the damaged block: %v", err)
+	}
 }
