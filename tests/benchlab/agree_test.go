@@ -5,12 +5,13 @@ package benchlab
 // bench in agreeReps adjacent pairs, the order inside a pair alternating
 // (tool first, then shoal first). The figure compared is the median over
 // the pairs of shoal/tool, so drift of a shared machine cancels within a
-// pair. It must lie within [1/factor, factor]: agreeFactor for fio and
-// PostMark, bonnieFactor for bonnie++, whose block figures end in fsync
-// and whose small-file figures ride on the file-system journal, so they
-// follow the disk's other traffic. A figure outside gets one more set of
-// pairs and is judged on all of them. docs/bench.md and the README state
-// these tolerances; change them together.
+// pair. It must lie within [1/agreeFactor, agreeFactor]. A figure outside
+// gets one more set of pairs and is judged on all of them. The factor is
+// wide because this machine is: adjacent runs of one tool differ by up to
+// 5x, and shoal bench verifies every read (a memory compare per record)
+// where the tools do not. Exact byte and operation counting is pinned by
+// the unit tests; this test catches a wrong method, unit or time base.
+// docs/bench.md and the README state the tolerance; change them together.
 
 import (
 	"bytes"
@@ -31,11 +32,9 @@ import (
 const (
 	// agreeReps is the number of (tool, shoal) pairs per attempt.
 	agreeReps = 5
-	// agreeFactor is the tolerance for fio and PostMark: the median
-	// shoal/tool ratio must lie in [1/agreeFactor, agreeFactor].
-	agreeFactor = 1.5
-	// bonnieFactor is the tolerance for bonnie++.
-	bonnieFactor = 2.0
+	// agreeFactor is the tolerance: the median shoal/tool ratio must lie
+	// in [1/agreeFactor, agreeFactor].
+	agreeFactor = 2.0
 )
 
 // pair holds the samples of one figure from a tool and from shoal bench,
@@ -239,7 +238,7 @@ func TestAgreementBonnie(t *testing.T) {
 	for _, name := range []string{"block write", "rewrite", "seq create"} {
 		pairs = append(pairs, &pair{name: name})
 	}
-	compare(t, "bonnie++", bonnieFactor, pairs, func(rep int) {
+	compare(t, "bonnie++", agreeFactor, pairs, func(rep int) {
 		var tool, got map[string]float64
 		inOrder(rep, func() { tool = bonnieRun(t, bonnie, dir) }, func() {
 			got = shoalOnce(t, dir, "bonnie", "--bonnie-size", "512MiB", "--bonnie-chunk", "8KiB", "--bonnie-files", "8192")
