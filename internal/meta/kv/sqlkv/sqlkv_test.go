@@ -272,3 +272,25 @@ func TestSQLiteFileMode(t *testing.T) {
 		t.Fatalf("database mode %v, want 0600", fi.Mode().Perm())
 	}
 }
+
+// TestSQLitePanicFreesWriter checks that a panicking fn does not leave the
+// single writer connection inside a transaction.
+func TestSQLitePanicFreesWriter(t *testing.T) {
+	s := openSQLite(t)
+	defer s.Close()
+	func() {
+		defer func() { _ = recover() }()
+		_ = s.Txn(context.Background(), func(tx kv.Tx) error {
+			tx.Set([]byte("k"), []byte("v"))
+			panic("boom")
+		})
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Txn(ctx, increment([]byte("k2"))); err != nil {
+		t.Fatalf("Txn after a panicking one: %v", err)
+	}
+	if v := mustGet(t, s, []byte("k")); v != nil {
+		t.Fatalf("the panicking transaction's write is visible: %q", v)
+	}
+}

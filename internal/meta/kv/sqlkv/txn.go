@@ -77,6 +77,9 @@ func (s *Store) attempt(ctx context.Context, readOnly bool, fn func(kv.Tx) error
 	if err != nil {
 		return s.dialect.classify(err), s.wrap("begin", err)
 	}
+	// After Commit this is a no-op; otherwise it ends the transaction and
+	// frees the connection, even if fn panics (SQLite has only one writer).
+	defer func() { _ = sqlTx.Rollback() }()
 	t := &tx{ctx: ctx, sqlTx: sqlTx, stmts: st, readOnly: readOnly}
 	fnErr := fn(t)
 	if fnErr == nil {
@@ -88,7 +91,6 @@ func (s *Store) attempt(ctx context.Context, readOnly bool, fn func(kv.Tx) error
 		}
 		return classFatal, nil
 	}
-	_ = sqlTx.Rollback() // the failure below is the one worth reporting
 	return s.failed(t.err, fnErr)
 }
 
