@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"shoal/internal/bench/result"
 	"shoal/internal/testutil"
@@ -246,4 +247,38 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 	assertEmpty(t, d)
+}
+
+func TestInterruptCleansUpAndReports(t *testing.T) {
+	dir := tempDirs(t, 1)[0]
+	cmd := exec.Command(testutil.Binary(t), "bench", "--json", "hugedir", "--hugedir-entries", "1000000", dir)
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the run has made its files, then interrupt it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if n, _ := filepath.Glob(filepath.Join(dir, "shoal-bench.*", "hugedir-r1", "c0", "huge", "*")); len(n) > 100 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the run made no files in 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("exit after interrupt: %v", err)
+	}
+	rep := decode(t, out.String())
+	if len(rep.Notes) == 0 || !strings.Contains(strings.Join(rep.Notes, " "), "interrupted") {
+		t.Errorf("notes %v", rep.Notes)
+	}
+	assertEmpty(t, dir)
 }
