@@ -144,7 +144,10 @@ func (s *Store) readBlock(ctx context.Context, key string, size, bo int, dst []b
 		return nil
 	}
 	s.counters.cacheMisses.Add(1)
-	if whole || size <= smallBlock || len(dst)*4 >= size {
+	// Fetch whole blocks only where the cache keeps them for the next
+	// reads; without a cache a sequential reader would fetch each block
+	// once per read.
+	if (whole || size <= smallBlock || len(dst)*4 >= size) && int64(size) <= s.cache.limit {
 		data, err := s.cache.load(ctx, key, func() ([]byte, error) { return s.getBlock(key, size) }, s.spawn)
 		if err != nil {
 			return err

@@ -359,3 +359,21 @@ func TestReaderChecksumCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderNoCache: with the cache disabled, a sequential reader reads
+// only the bytes it asks for.
+func TestReaderNoCache(t *testing.T) {
+	gc := &getCounter{Store: newMem()}
+	const bs = 256 << 10
+	s := newTestStore(t, gc, Config{BlockSize: bs, CacheSize: -1})
+	e := newEngine(nil)
+	data := pattern(4, 0, 4*bs)
+	writeFile(t, s, e, 1, data)
+	r := s.NewReader(1)
+	for off := 0; off < len(data); off += 64 << 10 {
+		mustEqual(t, "read", e.readFile(t, r, 1, uint64(off), 64<<10), data[off:off+64<<10])
+	}
+	if got := gc.asked.Load(); got != int64(len(data)) {
+		t.Fatalf("asked for %d bytes to read %d", got, len(data))
+	}
+}
