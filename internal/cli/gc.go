@@ -172,7 +172,13 @@ func printGC(w io.Writer, r *gc.Report, asJSON bool) error {
 	fmt.Fprintf(w, "  young     %s (unreferenced, within grace: kept)%s\n", count(r.Young), gcSample(r.YoungKeys))
 	fmt.Fprintf(w, "  freed     %s (of freed slices)\n", count(r.FreedObjs))
 	fmt.Fprintf(w, "  foreign   %s (not block names: kept)%s\n", count(r.Foreign), gcSample(r.Foreigners))
-	if !r.DryRun {
+	if r.Mismatched.Objects > 0 {
+		fmt.Fprintf(w, "  odd       %s (blocks a live slice does not have: kept; wrong block size?)%s\n", count(r.Mismatched), gcSample(r.MismatchedKeys))
+	}
+	if r.Refused != "" {
+		fmt.Fprintf(w, "REFUSED     to delete anything: %s\n", r.Refused)
+	}
+	if !r.DryRun && r.Refused == "" {
 		fmt.Fprintf(w, "Deleted     %s leaked; %s of freed slices, %d freed slices forgotten\n", count(r.Deleted), count(r.FreedDel), r.FreedGone)
 		if r.Reprieved > 0 {
 			fmt.Fprintf(w, "Kept        %d objects whose slice was committed while gc ran\n", r.Reprieved)

@@ -72,6 +72,7 @@ type Report struct {
 	Leaked     Count     `json:"leaked"`       // unreferenced and older than the cutoff
 	Young      Count     `json:"young"`        // unreferenced, within grace: kept
 	Foreign    Count     `json:"foreign"`      // keys that are not block keys: kept
+	Mismatched Count     `json:"mismatched"`   // blocks of live slices the slice does not have: kept
 	Freed      int       `json:"freed_slices"` // slices on the freed list
 	FreedObjs  Count     `json:"freed_objects"`
 	Missing    []Missing `json:"missing,omitempty"`
@@ -85,6 +86,10 @@ type Report struct {
 	LeakedKeys []string  `json:"leaked_sample,omitempty"`
 	YoungKeys  []string  `json:"young_sample,omitempty"`
 	Foreigners []string  `json:"foreign_sample,omitempty"`
+	// MismatchedKeys samples Mismatched.
+	MismatchedKeys []string `json:"mismatched_sample,omitempty"`
+	// Refused says why nothing was deleted although this was no dry run.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Damaged reports whether the metadata refers to data that is gone or is
@@ -168,6 +173,10 @@ func (c *collector) run(ctx context.Context) error {
 	}
 	c.prog.set("done", 0, 0)
 	if c.o.DryRun {
+		return nil
+	}
+	if c.rep.Slices > 0 && c.rep.Live.Objects == 0 {
+		c.rep.Refused = fmt.Sprintf("the store %s holds none of the %d slices the metadata refers to: is it the volume's store?", c.store, c.rep.Slices)
 		return nil
 	}
 	if err := c.deleteLeaked(ctx); err != nil {

@@ -192,8 +192,8 @@ func TestWrongBlockOfLiveSlice(t *testing.T) {
 	extra := e.stray(id, 2, 5)         // index past the slice's end
 	wrong := e.stray(id, 1, blockSize) // right index, wrong size
 	rep := e.run(gc.Options{Grace: time.Nanosecond})
-	if rep.Deleted.Objects != 2 || e.exists(extra) || e.exists(wrong) || rep.Live.Objects != 2 {
-		t.Fatalf("report = %+v", rep)
+	if rep.Mismatched.Objects != 2 || rep.Deleted.Objects != 0 || !e.exists(extra) || !e.exists(wrong) || rep.Live.Objects != 2 {
+		t.Fatalf("report = %+v; want 2 mismatched blocks, kept", rep)
 	}
 }
 
@@ -323,5 +323,49 @@ func TestManyObjectsPaged(t *testing.T) {
 	}
 	if phase, _, _ := prog.Snapshot(); phase != "deleting" {
 		t.Fatalf("last phase %q", phase)
+	}
+}
+
+// TestRefusesForeignStore: a store holding none of the volume's objects is
+// probably the wrong one; gc reports but deletes nothing there.
+func TestRefusesForeignStore(t *testing.T) {
+	e := newEnv(t)
+	e.write("a", content(9, 100))
+	other := newEnv(t)
+	key := other.stray(900009, 0, 10)
+	rep, err := gc.Run(e.ctx, e.eng, other.store, gc.Options{Grace: time.Nanosecond, BlockSize: blockSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Refused == "" || rep.Deleted.Objects != 0 || !other.exists(key) || rep.MissingN != 1 {
+		t.Fatalf("report = %+v", rep)
+	}
+}
+
+// TestFreedDuringGCIsNotDamage: a file deleted (and its objects cleaned)
+// between the scan and the listing is not reported missing.
+func TestFreedDuringGCIsNotDamage(t *testing.T) {
+	e := newEnv(t)
+	e.write("keep", content(10, 10))
+	ino := e.write("gone", content(11, blockSize+1))
+	slices, _ := e.eng.ReadChunk(e.ctx, ino, 0)
+	hook := &scanHook{Engine: e.eng, after: func() {
+		r, err := e.eng.Unlink(e.ctx, meta.RootIno, "gone")
+		if err == nil {
+			err = e.eng.Purge(e.ctx, r.Ino)
+		}
+		if err == nil {
+			err = e.data.DeleteSlice(e.ctx, slices[0].ID, slices[0].Size)
+		}
+		if err == nil {
+			err = e.eng.ForgetFreed(e.ctx, []meta.SliceID{slices[0].ID})
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}}
+	rep, err := gc.Run(e.ctx, hook, e.store, gc.Options{DryRun: true, BlockSize: blockSize})
+	if err != nil || rep.Damaged() || rep.Slices != 2 {
+		t.Fatalf("gc = %+v, %v; want no damage", rep, err)
 	}
 }

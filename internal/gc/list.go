@@ -81,8 +81,8 @@ func (c *collector) list(ctx context.Context) error {
 	}
 }
 
-// classify files one listed object under live, freed, leaked, young or
-// foreign.
+// classify files one listed object under live, mismatched, freed, leaked,
+// young or foreign.
 func (c *collector) classify(info object.Info) {
 	c.rep.Objects.add(info.Size)
 	b, ok := ParseKey(info.Key)
@@ -91,9 +91,16 @@ func (c *collector) classify(info object.Info) {
 		c.sample(&c.rep.Foreigners, info.Key)
 		return
 	}
-	if r, ok := c.refs[b.ID]; ok && c.expected(r.size, b) {
-		r.found++
-		c.rep.Live.add(info.Size)
+	if r, ok := c.refs[b.ID]; ok {
+		if c.expected(r.size, b) {
+			r.found++
+			c.rep.Live.add(info.Size)
+			return
+		}
+		// A live slice never has other blocks (its keys are final once
+		// stored): this is a wrong block size or a bug, not a crash leak.
+		c.rep.Mismatched.add(info.Size)
+		c.sample(&c.rep.MismatchedKeys, info.Key)
 		return
 	}
 	if _, ok := c.freed[b.ID]; ok {
