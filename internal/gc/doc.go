@@ -70,9 +70,16 @@
 // are gone. Deletes are idempotent, so gc may overlap with a mount's
 // cleaner or another gc.
 //
-// Keys under chunks/ that do not parse as block keys (or whose directory
-// levels do not match the id) are reported as foreign and never deleted;
-// nothing outside chunks/ is looked at.
+// What gc never deletes, besides young objects:
+//   - keys under chunks/ that do not parse as block keys (or whose
+//     directory levels do not match the id): foreign; nothing outside
+//     chunks/ is looked at;
+//   - blocks of a referenced slice that the slice does not have (wrong
+//     index or size): a live slice's keys are final once stored, so these
+//     point at a wrong block size or a bug, not at a crash;
+//   - anything at all, when the store holds none of the objects of a
+//     volume whose metadata refers to slices: it is probably not the
+//     volume's store (a wrong bucket), and every object would look leaked.
 //
 // Memory: the referenced slices are held in a map (about 50 bytes per
 // slice), and leaked keys in a list; a volume with tens of millions of
