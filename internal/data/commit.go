@@ -75,6 +75,9 @@ func (w *Writer) pop(s *slice) {
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return errClosed
+	}
 	target := w.seq
 	for _, s := range w.queue {
 		w.freeze(s)
@@ -98,6 +101,9 @@ func (w *Writer) Flush(ctx context.Context) error {
 		w.mu.Lock()
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if w.closed { // closed by another goroutine meanwhile
+			return errClosed
 		}
 	}
 	return nil

@@ -149,6 +149,9 @@ func TestWriterExtentDirty(t *testing.T) {
 	if err := w.Write(context.Background(), 0, []byte("x")); err == nil {
 		t.Fatal("write after close succeeded")
 	}
+	if err := w.Flush(context.Background()); err == nil {
+		t.Fatal("flush after close succeeded")
+	}
 }
 
 // TestWriterPutBeforeCommit pins the durability order: every block of a
