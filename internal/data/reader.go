@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"shoal/internal/meta"
-	"shoal/internal/object"
 )
 
 // seqSlack is how far a read may start from where the previous one ended
@@ -127,10 +126,6 @@ func (r *Reader) fail(index uint32, p meta.Slice, sliceOff int, key string, err 
 		return err
 	}
 	r.s.log.Error("data: read failed", "ino", r.ino, "offset", fileOff, "key", key, "err", err)
-	if errors.Is(err, object.ErrCorrupt) && !errors.Is(err, ErrCorrupt) {
-		// A checksum wrapper's verdict: one sentinel for callers to test.
-		return fmt.Errorf("data: read inode %d offset %d: object %s: %w: %w", r.ino, fileOff, key, ErrCorrupt, err)
-	}
 	return fmt.Errorf("data: read inode %d offset %d: object %s: %w", r.ino, fileOff, key, err)
 }
 
