@@ -14,6 +14,7 @@ import (
 	"shoal/internal/bench/progress"
 	"shoal/internal/gc"
 	"shoal/internal/meta"
+	"shoal/internal/object"
 	"shoal/internal/object/objopen"
 	"shoal/internal/volume"
 )
@@ -77,10 +78,13 @@ func runGC(cmd *cobra.Command, metaURL string, f *gcFlags) error {
 		return err
 	}
 	defer eng.Close()
-	store, err := objopen.Open(ctx, vf.Storage, vf.Bucket)
+	raw, err := objopen.Open(ctx, vf.Storage, vf.Bucket)
 	if err != nil {
 		return fmt.Errorf("gc: opening the object store (%s %s): %w", vf.Storage, vf.Bucket, err)
 	}
+	// Listing and deleting need no checksum wrapper; transient store
+	// failures are retried as the mount retries them.
+	store := object.WithRetry(raw, 5, 0)
 	o := gc.Options{DryRun: f.dryRun, Grace: max(f.grace, time.Nanosecond),
 		DeleteFreed: f.deleteFreed, BlockSize: vf.BlockSize, Progress: &gc.Progress{}}
 	stop := trackGC(disp, o.Progress)
