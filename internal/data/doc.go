@@ -100,7 +100,8 @@
 // from the buffer, or located in the store for blocks already uploaded and
 // released); Pending.Apply paints them over what Reader.Read returned from
 // the committed list. Taking the snapshot before fetching the list makes
-// the pair race-free against background commits (see Pending). This lets
+// the pair race-free against background commits (see Pending);
+// Reader.ReadThrough does the three steps in that order. This lets
 // the vfs serve a read after a write without flushing, which would cut
 // slices short and cost a commit per read.
 //

@@ -101,3 +101,29 @@ func (p *Pending) Apply(ctx context.Context, r *Reader, index uint32, buf []byte
 	}
 	return nil
 }
+
+// ListFunc returns the committed slice list of a chunk (the engine's
+// ReadChunk, or a cache of it that commits invalidate).
+type ListFunc func(ctx context.Context, index uint32) ([]meta.Slice, error)
+
+// ReadThrough is Read including w's uncommitted writes, in the order the
+// Pending protocol needs: snapshot w, then list the chunk, read, paint. w
+// may be nil (no writer: a plain Read of the listed slices).
+func (r *Reader) ReadThrough(ctx context.Context, w *Writer, index uint32, list ListFunc, pos uint32, buf []byte) (int, error) {
+	var p *Pending
+	if w != nil {
+		p = w.Pending(index, pos, len(buf))
+	}
+	slices, err := list(ctx, index)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.Read(ctx, index, slices, pos, buf)
+	if err != nil || p == nil {
+		return n, err
+	}
+	if err := p.Apply(ctx, r, index, buf[:n]); err != nil {
+		return 0, err
+	}
+	return n, nil
+}

@@ -104,11 +104,8 @@ func readPending(e *engine, r *Reader, w *Writer, ino meta.Ino, off uint64, n in
 		index := uint32(off / meta.ChunkSize)
 		pos := uint32(off % meta.ChunkSize)
 		k := min(len(buf), meta.ChunkSize-int(pos))
-		p := w.Pending(index, pos, k)
-		if _, err := r.Read(context.Background(), index, e.slices(ino, index), pos, buf[:k]); err != nil {
-			return nil, err
-		}
-		if err := p.Apply(context.Background(), r, index, buf[:k]); err != nil {
+		list := func(_ context.Context, index uint32) ([]meta.Slice, error) { return e.slices(ino, index), nil }
+		if _, err := r.ReadThrough(context.Background(), w, index, list, pos, buf[:k]); err != nil {
 			return nil, err
 		}
 		buf = buf[k:]
