@@ -38,12 +38,16 @@ func randomRange(rng *rand.Rand, maxLen int) (uint64, int) {
 // model engine, and checks random reads (holes, overwrites, punched holes,
 // chunk and block boundaries) against a byte image.
 func TestReaderModel(t *testing.T) {
+	ops := 2500
+	if testing.Short() {
+		ops = 300
+	}
 	for _, c := range []struct {
 		bs   int
 		idle time.Duration
 	}{{4096, 0}, {4096, time.Millisecond}, {20_000, 0}, {64 << 10, 0}} {
 		t.Run(fmt.Sprintf("bs=%d/idle=%v", c.bs, c.idle), func(t *testing.T) {
-			runModel(t, Config{BlockSize: c.bs, CacheSize: 20 * int64(c.bs), ReadAhead: 3, IdleCommit: c.idle}, 3000, uint64(c.bs)+uint64(c.idle))
+			runModel(t, Config{BlockSize: c.bs, CacheSize: 20 * int64(c.bs), ReadAhead: 3, IdleCommit: c.idle}, ops, uint64(c.bs)+uint64(c.idle))
 		})
 	}
 }
