@@ -62,16 +62,18 @@ func TestLinuxDifferential(t *testing.T) {
 			rt.Fatal(err)
 		}
 		rt.Repeat(map[string]func(*rapid.T){
-			"mkdir":   d.mkdir,
-			"create":  d.create,
-			"symlink": d.symlink,
-			"link":    d.link,
-			"unlink":  d.unlink,
-			"rmdir":   d.rmdir,
-			"rename":  d.rename,
-			"chmod":   d.chmod,
-			"chown":   d.chown,
-			"":        d.compare,
+			"mkdir":    d.mkdir,
+			"create":   d.create,
+			"symlink":  d.symlink,
+			"link":     d.link,
+			"unlink":   d.unlink,
+			"rmdir":    d.rmdir,
+			"rename":   d.rename,
+			"chmod":    d.chmod,
+			"chown":    d.chown,
+			"utimes":   d.utimes,
+			"setxattr": d.setxattr,
+			"":         d.compare,
 		})
 	})
 }
@@ -324,6 +326,38 @@ func (d *diff) chown(rt *rapid.T) {
 		_, err = d.e.Setattr(ctx, ino, meta.SetattrRequest{Valid: meta.SetUid | meta.SetGid, Uid: who.Uid, Gid: gid})
 	}
 	same(rt, "chown "+p, local, err)
+}
+
+func (d *diff) utimes(rt *rapid.T) {
+	ctx, p := d.as(rt), drawPath(rt, "path")
+	now := rapid.Bool().Draw(rt, "now")
+	ts := []unix.Timespec{{Sec: 1, Nsec: 0}, {Sec: 2, Nsec: 0}}
+	req := meta.SetattrRequest{Valid: meta.SetAtime | meta.SetMtime, Atime: 1e9, Mtime: 2e9}
+	if now {
+		ts = []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
+		req = meta.SetattrRequest{Valid: meta.SetAtimeNow | meta.SetMtimeNow}
+	}
+	local := d.sys(func() error { return unix.UtimesNanoAt(unix.AT_FDCWD, d.local(p), ts, 0) })
+	ino, err := d.target(ctx, p, true)
+	if err == nil {
+		_, err = d.e.Setattr(ctx, ino, req)
+	}
+	same(rt, fmt.Sprintf("utimes %s now=%v", p, now), local, err)
+}
+
+func (d *diff) setxattr(rt *rapid.T) {
+	ctx, p := d.as(rt), drawPath(rt, "path")
+	name := "user.a"
+	if d.cred.Uid == 0 { // setfsuid keeps CAP_SYS_ADMIN: trusted.* only as root
+		name = rapid.SampledFrom([]string{"user.a", "trusted.a"}).Draw(rt, "name")
+	}
+	flags := rapid.SampledFrom([]uint32{0, meta.XattrCreate, meta.XattrReplace}).Draw(rt, "flags")
+	local := d.sys(func() error { return unix.Lsetxattr(d.local(p), name, []byte("v"), int(flags)) })
+	ino, err := d.target(ctx, p, false)
+	if err == nil {
+		err = d.e.Setxattr(ctx, ino, name, []byte("v"), flags)
+	}
+	same(rt, fmt.Sprintf("setxattr %s %s flags %d", p, name, flags), local, err)
 }
 
 // compare lists both trees and requires the same names and types.

@@ -13,9 +13,10 @@ import (
 //
 // Permissions, as Linux: "trusted." names are root's only, "security."
 // names need root to set, "system." names (ACLs) the owner or root to set;
-// other names need read or write access to the inode, and "user." names
-// exist only on regular files and directories. A denied write is EPERM
-// (EACCES from the access check), a denied read ENODATA.
+// other names need read or write access to the inode; "user." names exist
+// only on regular files and directories (for everyone, root included), and
+// on a sticky directory only its owner or root sets them. A denied write
+// is EPERM (EACCES from the access check), a denied read ENODATA.
 
 // Getxattr reads one xattr key.
 func (e *Engine) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byte, error) {
@@ -118,28 +119,41 @@ func (e *Engine) Removexattr(ctx context.Context, ino meta.Ino, name string) err
 	return wrap(err, "removexattr %d %q", ino, name)
 }
 
-// xattrAccess applies the namespace rules above for an access of mask.
+// xattrAccess applies the namespace rules above for an access of mask, in
+// the order Linux's xattr_permission uses.
 func (t *txn) xattrAccess(a *meta.Attr, name string, mask uint32) error {
 	c := t.cred
-	if c.Trusted || c.Uid == 0 {
+	if c.Trusted {
 		return nil
 	}
 	deny := syscall.ENODATA // an attribute the caller may not see does not exist
 	if mask == meta.MayWrite {
 		deny = syscall.EPERM
 	}
+	root, owner := c.Uid == 0, c.Uid == a.Uid
 	switch {
-	case strings.HasPrefix(name, "trusted."):
-		return deny
-	case strings.HasPrefix(name, "security.") && mask == meta.MayWrite:
-		return deny
-	case strings.HasPrefix(name, "system."):
-		if mask == meta.MayWrite && c.Uid != a.Uid {
+	case strings.HasPrefix(name, "security."):
+		if mask == meta.MayWrite && !root {
 			return deny
 		}
 		return nil
-	case strings.HasPrefix(name, "user.") && a.Type != meta.TypeFile && a.Type != meta.TypeDir:
-		return deny
+	case strings.HasPrefix(name, "system."):
+		if mask == meta.MayWrite && !root && !owner {
+			return deny
+		}
+		return nil
+	case strings.HasPrefix(name, "trusted."):
+		if !root {
+			return deny
+		}
+		return nil
+	case strings.HasPrefix(name, "user."):
+		if a.Type != meta.TypeFile && a.Type != meta.TypeDir {
+			return deny
+		}
+		if mask == meta.MayWrite && a.Type == meta.TypeDir && a.Mode&meta.ModeSticky != 0 && !root && !owner {
+			return syscall.EPERM
+		}
 	}
 	return meta.CheckAccess(c, *a, mask)
 }
