@@ -73,6 +73,8 @@ func TestLinuxDifferential(t *testing.T) {
 			"chown":    d.chown,
 			"utimes":   d.utimes,
 			"setxattr": d.setxattr,
+			"getxattr": d.getxattr,
+			"rmxattr":  d.removexattr,
 			"":         d.compare,
 		})
 	})
@@ -358,6 +360,27 @@ func (d *diff) setxattr(rt *rapid.T) {
 		err = d.e.Setxattr(ctx, ino, name, []byte("v"), flags)
 	}
 	same(rt, fmt.Sprintf("setxattr %s %s flags %d", p, name, flags), local, err)
+}
+
+func (d *diff) getxattr(rt *rapid.T) {
+	ctx, p := d.as(rt), drawPath(rt, "path")
+	buf := make([]byte, 16)
+	local := d.sys(func() error { _, err := unix.Lgetxattr(d.local(p), "user.a", buf); return err })
+	ino, err := d.target(ctx, p, false)
+	if err == nil {
+		_, err = d.e.Getxattr(ctx, ino, "user.a")
+	}
+	same(rt, "getxattr "+p, local, err)
+}
+
+func (d *diff) removexattr(rt *rapid.T) {
+	ctx, p := d.as(rt), drawPath(rt, "path")
+	local := d.sys(func() error { return unix.Lremovexattr(d.local(p), "user.a") })
+	ino, err := d.target(ctx, p, false)
+	if err == nil {
+		err = d.e.Removexattr(ctx, ino, "user.a")
+	}
+	same(rt, "removexattr "+p, local, err)
 }
 
 // compare lists both trees and requires the same names and types.
