@@ -56,11 +56,12 @@ func (s *Store) txn(ctx context.Context, readOnly bool, fn func(kv.Tx) error) er
 		if class == classFatal {
 			return err
 		}
-		delay := backoff(class, attempt)
-		if time.Now().Add(delay).After(deadline) {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
 			return giveUp(s.name, class, attempt+1, err)
 		}
-		if err := sleep(ctx, delay); err != nil {
+		// The last retry runs at the deadline: the whole bound is used.
+		if err := sleep(ctx, min(backoff(class, attempt), remaining)); err != nil {
 			return fmt.Errorf("sqlkv: %s: %w", s.name, err)
 		}
 	}
