@@ -37,8 +37,12 @@ func (w *Writer) commitLoop() {
 	for w.headReady() {
 		s := w.queue[0]
 		ms := meta.Slice{ID: s.id, Size: s.length, Len: s.length, Pos: s.pos}
+		old := time.Since(s.stored) > w.s.verifyAfter
 		w.mu.Unlock()
-		err := w.commit(w.s.ctx, s.chunk, ms)
+		err := w.verify(ms, old)
+		if err == nil {
+			err = w.commit(w.s.ctx, s.chunk, ms)
+		}
 		w.mu.Lock()
 		if err != nil {
 			w.commitErr = fmt.Errorf("data: commit inode %d chunk %d %v: %w", w.ino, s.chunk, ms, err)
@@ -50,6 +54,26 @@ func (w *Writer) commitLoop() {
 	}
 	w.committing = false
 	w.notify()
+}
+
+// verify checks, for a slice whose blocks were stored long ago (old), that
+// they are all still there before it is committed. Garbage collection
+// deletes unreferenced objects older than its grace period (an hour by
+// default); a commit delayed past it, by an engine outage, must not
+// reference objects gc may have taken. A missing block is data lost: the
+// commit fails and Flush and Close report it.
+func (w *Writer) verify(ms meta.Slice, old bool) error {
+	if !old {
+		return nil
+	}
+	bs := w.s.cfg.BlockSize
+	for i := 0; i < blockCount(bs, ms.Size); i++ {
+		key := BlockKey(ms.ID, i, blockLen(bs, ms.Size, i))
+		if _, err := w.s.objects.Head(w.s.ctx, key); err != nil {
+			return fmt.Errorf("block %s stored at least %v ago: %w", key, w.s.verifyAfter, err)
+		}
+	}
+	return nil
 }
 
 // pop drops the committed head slice s. Called with w.mu held.

@@ -63,6 +63,12 @@
 //     for IdleCommit (or open for ten times that) freeze too, and so do
 //     all of a writer's slices on Flush.
 //
+// Stored-but-uncommitted blocks look like garbage to gc until the commit
+// lands; gc spares objects younger than its grace period (an hour by
+// default). A commit delayed by an engine outage for longer than half that
+// first checks (Head) that its blocks are still there, and fails loudly
+// if one is gone rather than commit a reference to nothing.
+//
 // Commits run on a goroutine of the Writer, never on the caller's: Write
 // and Flush may be called with vfs locks held that CommitFunc needs too.
 // Pages return to the pool as soon as their block is stored; a slice

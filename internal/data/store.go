@@ -103,6 +103,11 @@ type Store struct {
 	retries int           // Put attempts per block before reporting failure
 	backoff time.Duration // first retry delay; doubles per attempt
 
+	// verifyAfter is the age of stored blocks past which a slice's blocks
+	// are checked before its commit (see Writer.verify); half gc's
+	// default grace.
+	verifyAfter time.Duration
+
 	ctx     context.Context // lives until Close; uploads and fetches run under it
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup // background goroutines, see spawn
@@ -125,18 +130,19 @@ func New(objects object.Store, cfg Config) *Store {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{
-		objects:  objects,
-		cfg:      cfg,
-		log:      cfg.Logger,
-		pageSize: min(pageSize, cfg.BlockSize),
-		uploads:  make(chan struct{}, cfg.Uploads),
-		fetches:  make(chan struct{}, cfg.Uploads),
-		cache:    newCache(cfg.CacheSize),
-		retries:  3,
-		backoff:  100 * time.Millisecond,
-		ctx:      ctx,
-		cancel:   cancel,
-		writers:  map[*Writer]struct{}{},
+		objects:     objects,
+		cfg:         cfg,
+		log:         cfg.Logger,
+		pageSize:    min(pageSize, cfg.BlockSize),
+		uploads:     make(chan struct{}, cfg.Uploads),
+		fetches:     make(chan struct{}, cfg.Uploads),
+		cache:       newCache(cfg.CacheSize),
+		retries:     3,
+		backoff:     100 * time.Millisecond,
+		verifyAfter: 30 * time.Minute,
+		ctx:         ctx,
+		cancel:      cancel,
+		writers:     map[*Writer]struct{}{},
 	}
 	s.buf.init(cfg.BufferSize)
 	return s

@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"time"
 
 	"shoal/internal/meta"
 	"shoal/internal/object"
@@ -64,6 +65,9 @@ func (w *Writer) upload(s *slice, bi int, b *block, size int, gen uint64) {
 		return // closed: the data was abandoned by Close
 	}
 	b.done = true
+	if s.stored.IsZero() {
+		s.stored = time.Now()
+	}
 	s.pending--
 	if s.frozen && s.pending == 0 {
 		w.kickCommit()

@@ -69,6 +69,7 @@ type slice struct {
 	pending int // sealed blocks not yet stored
 	created time.Time
 	written time.Time
+	stored  time.Time // when its first block was stored
 
 	idMu sync.Mutex
 	id   meta.SliceID

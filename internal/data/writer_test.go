@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"shoal/internal/meta"
+	"shoal/internal/object"
 )
 
 func TestBlockKey(t *testing.T) {
@@ -395,4 +396,33 @@ func TestWriterCommitOrder(t *testing.T) {
 	m.write(50, pattern(3, 50, 200))
 	m.write(300, pattern(4, 300, 10))
 	mustEqual(t, "read back", e.readFile(t, s.NewReader(1), 1, 0, len(m.data)), m.data)
+}
+
+// TestWriterVerifiesOldBlocks: a slice whose blocks were stored long ago
+// (here: any time ago) is checked before its commit, and a block that gc
+// took meanwhile fails the commit instead of committing a hole.
+func TestWriterVerifiesOldBlocks(t *testing.T) {
+	mem := newMem()
+	s := newTestStore(t, mem, Config{BlockSize: 4096, IdleCommit: time.Hour})
+	s.verifyAfter = 0
+	e := newEngine(nil)
+	w := s.NewWriter(1, e.newID, e.committer(1))
+	writeAll(t, w, 0, pattern(1, 0, 3*4096+10)) // blocks 0-2 upload now
+	for s.Stats().BlocksPut < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	key := BlockKey(1, 1, 4096)
+	if err := mem.Delete(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	err := w.Flush(context.Background())
+	if !errors.Is(err, object.ErrNotExist) || !strings.Contains(err.Error(), key) {
+		t.Fatalf("flush over a vanished block: %v", err)
+	}
+	if got := e.slices(1, 0); len(got) != 0 {
+		t.Fatalf("committed %v over a missing block", got)
+	}
+	w2 := s.NewWriter(2, e.newID, e.committer(2))
+	writeAll(t, w2, 0, pattern(2, 0, 10_000))
+	flush(t, w2) // verified and present: commits
 }
