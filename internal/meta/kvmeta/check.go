@@ -68,12 +68,51 @@ type volumeScan struct {
 	attrs    map[meta.Ino]meta.Attr
 	entries  []entry
 	symlinks map[meta.Ino]bool
-	orphans  map[meta.Ino]bool
+	orphans  map[meta.Ino]meta.SessionID
 	chunks   map[meta.Ino][]chunkRecord
 	refs     map[meta.SliceID]int64 // stored 'K' values
 	freed    map[meta.SliceID]bool
 	space    int64
 	files    int64
+
+	sessions    map[meta.SessionID]bool
+	orphanIndex []sessionInode // 'o' keys
+	lockIndex   []sessionInode // 'q' keys
+	lockInos    map[meta.Ino]bool
+}
+
+// sessionInode is one entry of a session index.
+type sessionInode struct {
+	session meta.SessionID
+	ino     meta.Ino
+}
+
+// scanSessions reads the session keys, their indexes and which inodes
+// have lock records.
+func (vs *volumeScan) scanSessions(t *txn) error {
+	vs.sessions, vs.lockInos = map[meta.SessionID]bool{}, map[meta.Ino]bool{}
+	index := func(list *[]sessionInode) func(k, _ []byte) bool {
+		return func(k, _ []byte) bool {
+			*list = append(*list, sessionInode{meta.SessionID(be.Uint64(k[1:])), meta.Ino(be.Uint64(k[9:]))})
+			return true
+		}
+	}
+	scans := []struct {
+		kind byte
+		fn   func(k, v []byte) bool
+	}{
+		{kindSession, func(k, _ []byte) bool { vs.sessions[meta.SessionID(be.Uint64(k[1:]))] = true; return true }},
+		{kindSessionOrphan, index(&vs.orphanIndex)},
+		{kindSessionLock, index(&vs.lockIndex)},
+		{kindFlock, func(k, _ []byte) bool { vs.lockInos[meta.Ino(be.Uint64(k[1:]))] = true; return true }},
+		{kindPlock, func(k, _ []byte) bool { vs.lockInos[meta.Ino(be.Uint64(k[1:]))] = true; return true }},
+	}
+	for _, s := range scans {
+		if err := t.tx.Scan([]byte{s.kind}, nil, 0, s.fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type chunkRecord struct {
@@ -84,7 +123,7 @@ type chunkRecord struct {
 // scanVolume reads every key kind Check needs.
 func scanVolume(t *txn) (*volumeScan, error) {
 	vs := &volumeScan{
-		attrs: map[meta.Ino]meta.Attr{}, symlinks: map[meta.Ino]bool{}, orphans: map[meta.Ino]bool{},
+		attrs: map[meta.Ino]meta.Attr{}, symlinks: map[meta.Ino]bool{}, orphans: map[meta.Ino]meta.SessionID{},
 		chunks: map[meta.Ino][]chunkRecord{}, refs: map[meta.SliceID]int64{}, freed: map[meta.SliceID]bool{},
 	}
 	var derr error
@@ -109,7 +148,10 @@ func scanVolume(t *txn) (*volumeScan, error) {
 			return keep(err)
 		}},
 		{kindSymlink, func(k, _ []byte) bool { vs.symlinks[meta.Ino(be.Uint64(k[1:]))] = true; return true }},
-		{kindOrphan, func(k, _ []byte) bool { vs.orphans[meta.Ino(be.Uint64(k[1:]))] = true; return true }},
+		{kindOrphan, func(k, v []byte) bool {
+			vs.orphans[meta.Ino(be.Uint64(k[1:]))], _ = decodeOrphan(v)
+			return true
+		}},
 		{kindChunk, func(k, v []byte) bool {
 			ss, err := decodeSlices(v)
 			ino := meta.Ino(be.Uint64(k[1:]))
@@ -123,6 +165,9 @@ func scanVolume(t *txn) (*volumeScan, error) {
 		if err := t.tx.Scan([]byte{s.kind}, nil, 0, s.fn); err != nil {
 			return nil, err
 		}
+	}
+	if err := vs.scanSessions(t); err != nil {
+		return nil, err
 	}
 	sort.Slice(vs.entries, func(i, j int) bool { return vs.entries[i].ino < vs.entries[j].ino })
 	return vs, firstErr(derr, vs.readCounters(t))
@@ -159,5 +204,6 @@ func (c *checker) run() {
 	links, subdirs, parents := c.checkEntries()
 	c.checkInodes(links, subdirs, parents)
 	c.checkSlices()
+	c.checkSessions()
 	c.checkCounters()
 }

@@ -92,7 +92,7 @@ func (c *checker) checkDir(ino meta.Ino, a meta.Attr, subdirs uint32, parents []
 }
 
 func (c *checker) checkNonDir(ino meta.Ino, a meta.Attr, links uint32) {
-	orphan := c.vs.orphans[ino]
+	_, orphan := c.vs.orphans[ino]
 	switch {
 	case links == 0 && a.Type != meta.TypeFile:
 		c.problem(func(t *txn) error {
@@ -178,6 +178,29 @@ func (c *checker) checkRefs(id meta.SliceID, n int64) {
 	if c.vs.freed[id] {
 		c.problem(func(t *txn) error { t.tx.Delete(sliceKey(kindFreed, id)); return nil },
 			"slice %d is referenced but listed as freed", id)
+	}
+}
+
+// checkSessions validates the session indexes and lock records.
+func (c *checker) checkSessions() {
+	for _, si := range c.vs.orphanIndex {
+		if id, ok := c.vs.orphans[si.ino]; !ok || id != si.session {
+			c.problem(func(t *txn) error {
+				t.tx.Delete(sessionIndexKey(kindSessionOrphan, si.session, si.ino))
+				return nil
+			}, "session %d lists inode %d as its orphan, but it is not", si.session, si.ino)
+		}
+	}
+	for _, si := range c.vs.lockIndex {
+		if si.session != 0 && !c.vs.sessions[si.session] {
+			c.problem(func(t *txn) error { return t.dropSessionLocks(si.session, si.ino) },
+				"inode %d: locks of ended session %d", si.ino, si.session)
+		}
+	}
+	for ino := range c.vs.lockInos {
+		if _, ok := c.vs.attrs[ino]; !ok {
+			c.problem(func(t *txn) error { return t.dropAllLocks(ino) }, "lock records of missing inode %d", ino)
+		}
 	}
 }
 

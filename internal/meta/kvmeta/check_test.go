@@ -45,13 +45,18 @@ func TestCheckRepairs(t *testing.T) {
 		tx.Set(orphanKey(888), encodeInt(1))
 		tx.Delete(dentryKey(meta.RootIno, "sl"))
 		tx.Set(counterKey(counterUsedInodes), encodeInt(1000))
+		tx.Set(sessionIndexKey(kindSessionLock, 77, f.Ino), nil)
+		tx.Set(flockKey(f.Ino), []byte{0, 0, 0, 0, 0, 0, 0, 77, 0, 0, 0, 0, 0, 0, 0, 1, 1})
+		tx.Set(sessionIndexKey(kindSessionOrphan, 78, 888), nil)
+		tx.Set(flockKey(555), []byte{0, 0, 0, 0, 0, 0, 0, 79, 0, 0, 0, 0, 0, 0, 0, 1, 1})
 	})
 	rep, err = e.Check(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wants := []string{"nlink 5", "parent 12345", "inode 999 missing", "reference count 7",
-		"listed as freed", "missing inode 888", "is not reachable", "usage counters"}
+		"listed as freed", "missing inode 888", "is not reachable", "usage counters",
+		"locks of ended session 77", "session 78 lists inode 888", "lock records of missing inode 555"}
 	all := strings.Join(rep.Problems, "\n")
 	for _, w := range wants {
 		if !strings.Contains(all, w) {
@@ -66,5 +71,8 @@ func TestCheckRepairs(t *testing.T) {
 	}
 	if _, err := e.Getattr(ctx, sl.Ino); err == nil {
 		t.Fatal("unreachable symlink survived repair")
+	}
+	if err := e.Flock(ctx, f.Ino, 1, meta.LockWrite); err != nil {
+		t.Fatalf("the dead session's lock survived repair: %v", err)
 	}
 }

@@ -246,6 +246,24 @@ func (t *txn) dropSessionLocks(id meta.SessionID, ino meta.Ino) error {
 	return nil
 }
 
+// dropAllLocks deletes every lock on ino, whoever holds it.
+func (t *txn) dropAllLocks(ino meta.Ino) error {
+	flocks, err := t.flocks(ino)
+	if err != nil {
+		return err
+	}
+	plocks, err := t.plocks(ino)
+	for _, r := range flocks {
+		t.tx.Delete(sessionIndexKey(kindSessionLock, r.session, ino))
+	}
+	for _, r := range plocks {
+		t.tx.Delete(sessionIndexKey(kindSessionLock, r.session, ino))
+	}
+	t.tx.Delete(flockKey(ino))
+	t.tx.Delete(plockKey(ino))
+	return err
+}
+
 func (t *txn) flocks(ino meta.Ino) ([]flockRecord, error) {
 	raw, err := t.tx.Get(flockKey(ino))
 	if err != nil {
