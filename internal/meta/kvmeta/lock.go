@@ -1,6 +1,7 @@
 package kvmeta
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -176,15 +177,7 @@ func setRange(recs []plockRecord, me owner, lk meta.Lock) []plockRecord {
 
 // mergeLocks merges one owner's records of one type that touch.
 func mergeLocks(mine []plockRecord) []plockRecord {
-	slices.SortFunc(mine, func(a, b plockRecord) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(mine, func(a, b plockRecord) int { return cmp.Compare(a.Start, b.Start) })
 	var out []plockRecord
 	for _, r := range mine {
 		if n := len(out); n > 0 {

@@ -1,6 +1,7 @@
 package kvmeta
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -133,7 +134,7 @@ func (e *Engine) ListSessions(ctx context.Context) ([]meta.SessionInfo, error) {
 		})
 		return firstErr(err, derr)
 	})
-	slices.SortFunc(out, func(a, b meta.SessionInfo) int { return int(a.ID) - int(b.ID) })
+	slices.SortFunc(out, func(a, b meta.SessionInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return out, wrap(err, "list sessions")
 }
 
