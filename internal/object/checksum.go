@@ -21,22 +21,28 @@ import (
 //
 //	header   20 bytes: magic "SHCK", version 1, 3 zero bytes,
 //	         data length L (8 bytes), CRC32C of the previous 16 bytes
-//	record i for each 64 KiB segment of the data, i = 0 .. ceil(L/64Ki)-1:
-//	         the segment's bytes (64 KiB, the last one possibly shorter),
+//	record i for each 16 KiB segment of the data, i = 0 .. ceil(L/16Ki)-1:
+//	         the segment's bytes (16 KiB, the last one possibly shorter),
 //	         then a 12-byte trailer: L (8 bytes) and the CRC32C of
 //	         (i as 4 bytes, L as 8 bytes, the segment's bytes)
 //
-// Record i therefore starts at a fixed stored offset, 20 + i·(64 KiB+12),
+// Record i therefore starts at a fixed stored offset, 20 + i·(16 KiB+12),
 // and each record names its own index and the object's length. That is what
 // keeps ranged reads cheap: a read of data bytes [off, off+n) is ONE Get of
 // the records covering them (plus the header when the range starts in the
-// first segment), and a 4 KiB random read of a 4 MiB block fetches 64 KiB,
-// not 4 MiB. The copies of L in the trailers let such a read detect a
+// first segment), and a 4 KiB random read of a 4 MiB block fetches and
+// hashes 16 KiB (32 KiB when it straddles two segments), not 4 MiB. The copies of L in the trailers let such a read detect a
 // truncated object without the header: it knows how many records must
 // exist. Only a read that starts past the last stored record needs a second
 // Get (of the header) to tell "past the end" (empty result) from
 // "truncated" (ErrCorrupt). The CRC covers the segment index, so records
 // swapped or duplicated inside an object are caught too.
+//
+// Segment size: 16 KiB keeps a 4 KiB random read (VM images) at 4x read
+// amplification and about 5 µs of CRC, where 64 KiB segments doubled the
+// time of such a read from a file store; the trailers cost 0.07 % of the
+// space (3 KiB per 4 MiB block) and sequential reads do not notice the
+// 256 records per block.
 //
 // Rejected alternatives:
 //   - One checksum for the whole object: a ranged read would have to fetch
@@ -68,7 +74,7 @@ var ErrCorrupt = errors.New("corrupt object")
 const (
 	checksumMagic   = "SHCK"
 	checksumVersion = 1
-	segmentSize     = 64 << 10 // data bytes per record
+	segmentSize     = 16 << 10 // data bytes per record
 	headerSize      = 20
 	trailerSize     = 12
 	recordSize      = segmentSize + trailerSize
@@ -138,7 +144,7 @@ func (c *checksumStore) Put(ctx context.Context, key string, r io.Reader, size i
 }
 
 // StoredSize returns the stored size of a checksummed object holding n data
-// bytes: the header plus one trailer per 64 KiB segment.
+// bytes: the header plus one trailer per 16 KiB segment.
 func StoredSize(n int64) int64 {
 	return headerSize + n + trailerSize*segments(n)
 }
