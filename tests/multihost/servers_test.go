@@ -1,0 +1,3 @@
+package multihost
+
+func stopDedicatedServers() {}
