@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"shoal/internal/data"
 	"shoal/internal/meta"
@@ -479,5 +480,33 @@ func TestChecksumUnderDataLayer(t *testing.T) {
 	const far = 1536<<10 + 10 // past the data layer's sequential-read slack
 	if got, err := readAt(far, 100); err != nil || !bytes.Equal(got, content[far:far+100]) {
 		t.Fatalf("read of an intact segment of the damaged block: %v", err)
+	}
+}
+
+// TestChecksumOverRetry is the recommended stack, WithChecksum over
+// WithRetry: a body that breaks mid-read is resumed by the retry wrapper
+// below, and the checksum wrapper sees one intact stream.
+func TestChecksumOverRetry(t *testing.T) {
+	f := object.WithFaults(memstore.New())
+	s := object.WithChecksum(object.WithRetry(f, 4, 0))
+	data := randData(31, 5*seg+77)
+	mustPut(t, s, "k", data)
+	for _, r := range [][2]int64{{0, -1}, {seg + 3, 3 * seg}, {4 * seg, -1}} {
+		f.BreakReads(2, 5000)
+		got, err := read(s, "k", r[0], r[1])
+		if err != nil || !bytes.Equal(got, want(data, r[0], r[1])) {
+			t.Fatalf("Get(%d, %d) over breaking bodies: %d bytes, %v", r[0], r[1], len(got), err)
+		}
+	}
+	// Corruption is Permanent: the retry wrapper does not retry it, and
+	// a stack with the checksum wrapper below the retry one fails at once.
+	raw := f.Unwrap()
+	stored := rawBytes(t, raw, "k")
+	stored[len(stored)-20] ^= 1
+	mustPut(t, raw, "k", stored)
+	inner := object.WithRetry(object.WithChecksum(raw), 4, time.Hour)
+	start := time.Now()
+	if _, err := read(inner, "k", 0, -1); !errors.Is(err, object.ErrCorrupt) || time.Since(start) > time.Minute {
+		t.Fatalf("corrupt read under retry: %v after %v", err, time.Since(start))
 	}
 }
