@@ -89,16 +89,27 @@
 // # Read path
 //
 // Reader.Read resolves the chunk's slice list with meta.Resolve, fills
-// holes with zeros and copies each visible piece block by block. Blocks
-// come from a byte-bounded LRU shared by the Store, loaded singleflight
-// style (concurrent loads of a block share one Get). A Reader that sees
-// consecutive offsets fetches whole blocks and prefetches ahead of itself
-// in the background, a window that ramps from two blocks to ReadAhead as
-// the run grows (and stays within the chunk, whose list it has); a random reader reads
-// only the bytes it needs with a ranged Get, straight into the caller's
-// buffer. A block of the wrong size is ErrCorrupt, a missing one wraps
-// object.ErrNotExist; the error names the inode, file offset and key and
-// is logged once. Wrong bytes are never returned.
+// holes with zeros and copies each visible piece block by block. The
+// Reader keeps the last few whole-chunk paintings, keyed by a copy of the
+// list they came from, so a fragmented chunk read piecewise is painted
+// once, not once per read (Resolve is quadratic in the list length).
+// Blocks come from a byte-bounded LRU shared by the Store, loaded
+// singleflight style (concurrent loads of a block share one Get). A
+// Reader that sees consecutive offsets fetches whole blocks and
+// prefetches ahead of itself in the background, a window that ramps from
+// two blocks to ReadAhead as the run grows and stays within the chunk,
+// whose list it has; a random reader reads only the bytes it needs with a
+// ranged Get, straight into the caller's buffer. A block of the wrong size
+// is ErrCorrupt (which is object.ErrCorrupt, so a checksum mismatch is
+// the same class), a missing one wraps object.ErrNotExist; the error
+// names the inode, file offset and key and is logged once. Wrong bytes
+// are never returned.
+//
+// Rejected for reads: recycling block buffers of the cache through a
+// pool. It would save zeroing and garbage, but a reader still copying
+// from an evicted block would then see another block's bytes; without
+// reference counting on every path, a wrong-bytes bug is one refactor
+// away.
 //
 // # Reading your own writes
 //
