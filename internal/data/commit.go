@@ -2,7 +2,9 @@ package data
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"shoal/internal/meta"
@@ -188,7 +190,12 @@ func (w *Writer) onIdle() {
 		}
 	}
 	w.retryFailed()
-	w.commitErr = nil
+	var errno syscall.Errno
+	if !errors.As(w.commitErr, &errno) {
+		// An engine outage heals by itself; an answer such as ENOENT (the
+		// file was removed) or EDQUOT does not, so only Flush retries it.
+		w.commitErr = nil
+	}
 	w.kickCommit()
 	if open || len(w.queue) > 0 {
 		w.armTimer()

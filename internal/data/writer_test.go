@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -425,4 +427,31 @@ func TestWriterVerifiesOldBlocks(t *testing.T) {
 	w2 := s.NewWriter(2, e.newID, e.committer(2))
 	writeAll(t, w2, 0, pattern(2, 0, 10_000))
 	flush(t, w2) // verified and present: commits
+}
+
+// TestWriterErrnoCommitNotRetriedInBackground: an engine answer (an
+// errno) is reported by Flush and retried only by Flush, not every idle
+// tick; an outage error is retried in the background.
+func TestWriterErrnoCommitNotRetriedInBackground(t *testing.T) {
+	for _, c := range []struct {
+		err        error
+		background bool
+	}{{syscall.EDQUOT, false}, {errInjected, true}} {
+		s := newTestStore(t, newMem(), Config{BlockSize: 4096, IdleCommit: 5 * time.Millisecond})
+		var calls atomic.Int64
+		w := s.NewWriter(1, newEngine(nil).newID, func(context.Context, uint32, meta.Slice) error {
+			calls.Add(1)
+			return c.err
+		})
+		writeAll(t, w, 0, []byte("x"))
+		if err := w.Flush(context.Background()); !errors.Is(err, c.err) {
+			t.Fatalf("flush: %v, want %v", err, c.err)
+		}
+		before := calls.Load()
+		time.Sleep(60 * time.Millisecond)
+		if retried := calls.Load() > before; retried != c.background {
+			t.Fatalf("%v: retried in the background = %v", c.err, retried)
+		}
+		_ = w.Close(context.Background())
+	}
 }
