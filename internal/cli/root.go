@@ -50,6 +50,7 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newMountCmd(),
 		newUmountCmd(),
 		newStatusCmd(),
+		newGCCmd(),
 		newBenchCmd(),
 	)
 	return root

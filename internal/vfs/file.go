@@ -23,6 +23,9 @@ type file struct {
 	length uint64 // best known length: engine's at open, then own changes
 	mtime  int64  // latest write time not yet committed (0 = none)
 	chunks map[uint32][]meta.Slice
+	// chunkGen counts invalidations of chunks, so that a list read from
+	// the engine before a commit is not cached after it.
+	chunkGen uint64
 
 	capsLoaded bool // security.capability fetched since the last open
 	capsValue  []byte
@@ -82,6 +85,7 @@ func (f *file) refresh(attr meta.Attr) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.chunks = map[uint32][]meta.Slice{}
+	f.chunkGen++
 	f.capsLoaded = false
 	if f.writer == nil || !f.writer.Dirty() {
 		f.length = attr.Length
@@ -109,6 +113,7 @@ func (f *file) commit(ctx context.Context, index uint32, s meta.Slice) error {
 	}
 	f.mu.Lock()
 	delete(f.chunks, index)
+	f.chunkGen++
 	f.length = max(f.length, res.Attr.Length)
 	if f.writer != nil && !f.writer.Dirty() {
 		f.mtime = 0
@@ -154,6 +159,7 @@ func (f *file) close(ctx context.Context) error {
 func (f *file) chunk(ctx context.Context, index uint32) ([]meta.Slice, error) {
 	f.mu.Lock()
 	s, ok := f.chunks[index]
+	gen := f.chunkGen
 	f.mu.Unlock()
 	if ok {
 		return s, nil
@@ -163,7 +169,9 @@ func (f *file) chunk(ctx context.Context, index uint32) ([]meta.Slice, error) {
 		return nil, err
 	}
 	f.mu.Lock()
-	f.chunks[index] = s
+	if f.chunkGen == gen {
+		f.chunks[index] = s
+	}
 	f.mu.Unlock()
 	return s, nil
 }
@@ -177,6 +185,7 @@ func (f *file) forgetChunks(from uint32) {
 			delete(f.chunks, i)
 		}
 	}
+	f.chunkGen++
 	f.mu.Unlock()
 }
 

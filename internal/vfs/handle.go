@@ -107,17 +107,15 @@ func (fs *FS) handle(fh Fh) (*handle, error) {
 }
 
 // Read reads up to len(buf) bytes at off; it returns fewer at end of file.
+// This mount's buffered writes are read through, not flushed first.
 func (fs *FS) Read(ctx context.Context, fh Fh, off uint64, buf []byte) (int, error) {
 	h, err := fs.handle(fh)
 	if err != nil {
 		return 0, err
 	}
 	f := h.file
-	if err := f.flush(ctx); err != nil {
-		return 0, err
-	}
 	f.mu.Lock()
-	length := f.length
+	length, w := f.length, f.writer
 	f.mu.Unlock()
 	if off >= length {
 		return 0, nil
@@ -128,7 +126,7 @@ func (fs *FS) Read(ctx context.Context, fh Fh, off uint64, buf []byte) (int, err
 		pos := off + uint64(n)
 		index, chunkPos := uint32(pos/meta.ChunkSize), uint32(pos%meta.ChunkSize)
 		part := buf[n:min(len(buf), n+int(meta.ChunkSize-chunkPos))]
-		if err := fs.readChunk(ctx, h, index, chunkPos, part); err != nil {
+		if err := fs.readChunk(ctx, h, w, index, chunkPos, part); err != nil {
 			return n, err
 		}
 		n += len(part)
@@ -138,13 +136,9 @@ func (fs *FS) Read(ctx context.Context, fh Fh, off uint64, buf []byte) (int, err
 
 // readChunk fills part from one chunk, retrying once with a fresh slice
 // list if a block is gone (the list was stale).
-func (fs *FS) readChunk(ctx context.Context, h *handle, index, pos uint32, part []byte) error {
+func (fs *FS) readChunk(ctx context.Context, h *handle, w *data.Writer, index, pos uint32, part []byte) error {
 	for attempt := 0; ; attempt++ {
-		slices, err := h.file.chunk(ctx, index)
-		if err != nil {
-			return err
-		}
-		_, err = h.reader.Read(ctx, index, slices, pos, part)
+		_, err := h.reader.ReadThrough(ctx, w, index, h.file.chunk, pos, part)
 		if err == nil || attempt > 0 || !isMissingObject(err) {
 			return err
 		}
