@@ -10,10 +10,18 @@ import (
 // cleaner deletes the objects of freed slices, DeleteDelay after it first
 // saw them freed, then tells the engine to forget them. Several mounts
 // may clean at once: deletes and ForgetFreed are idempotent.
+//
+// It reads a large window of the freed list each tick (cleanWindow) and
+// keeps the first-seen time of every slice in it: reading only a small
+// page would restart the delay for each page, and a backlog (after heavy
+// overwriting) would then drain at one page per DeleteDelay.
 type cleaner struct {
 	fs    *FS
 	first map[meta.SliceID]time.Time
 }
+
+// cleanWindow is how many freed slices one tick looks at.
+const cleanWindow = 100000
 
 func newCleaner(fs *FS) *cleaner { return &cleaner{fs: fs, first: map[meta.SliceID]time.Time{}} }
 
@@ -34,7 +42,7 @@ func (c *cleaner) run(ctx context.Context) {
 
 // clean deletes one batch of freed slices that are old enough.
 func (c *cleaner) clean(ctx context.Context, now time.Time) error {
-	freed, err := c.fs.engine.FreedSlices(ctx, 1000)
+	freed, err := c.fs.engine.FreedSlices(ctx, cleanWindow)
 	if err != nil {
 		return err
 	}

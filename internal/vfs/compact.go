@@ -65,7 +65,7 @@ func (c *compactor) run(ctx context.Context) {
 func (c *compactor) compact(ctx context.Context, id chunkID) error {
 	fs := c.fs
 	slices, err := fs.engine.ReadChunk(ctx, id.ino, id.index)
-	if err != nil || len(slices) < 2 {
+	if err != nil || !worthCompacting(slices, fs.cfg.CompactThreshold) {
 		return err
 	}
 	repl, err := fs.data.Compact(ctx, id.ino, id.index, slices, fs.engine.NewSliceID)
@@ -88,4 +88,28 @@ func (c *compactor) compact(ctx context.Context, id chunkID) error {
 		f.forgetChunks(id.index)
 	}
 	return nil
+}
+
+// maxSlices is the slice count at which a chunk is compacted whatever the
+// rewrite costs: reads past it resolve too many objects.
+const maxSlices = 1024
+
+// worthCompacting bounds write amplification. Compaction rewrites the
+// chunk's whole extent, so many small random writes over a large chunk
+// would rewrite it again and again (64 MiB per few KiB written). A chunk
+// is compacted once it has threshold slices and the bytes written after
+// its first slice reach a quarter of its extent (so at most about 4x
+// amplification), or when it reaches maxSlices regardless.
+func worthCompacting(slices []meta.Slice, threshold int) bool {
+	if len(slices) < max(threshold, 2) {
+		return false
+	}
+	if len(slices) >= maxSlices {
+		return true
+	}
+	var written uint64
+	for _, s := range slices[1:] {
+		written += uint64(s.Len)
+	}
+	return written*4 >= uint64(meta.Extent(slices))
 }
