@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -104,6 +105,10 @@ func (e *Engine) Heartbeat(ctx context.Context) error {
 		rec.Heartbeat = time.Now().UTC()
 		return putSession(tx, *rec)
 	})
+	if errors.Is(err, meta.ErrSessionLost) {
+		// Nothing more may be attributed to a session that is gone.
+		e.session.CompareAndSwap(uint64(id), 0)
+	}
 	return wrap(err, "heartbeat session %d", id)
 }
 
