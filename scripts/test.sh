@@ -124,7 +124,7 @@ no_leftover_mounts() {
 	return 1
 }
 
-unit_tests() { go test -race -count=1 ./internal/... ./bench/...; }
+unit_tests() { go test -race -count=1 -timeout 8m ./internal/... ./bench/...; }
 e2e_tests() { go test -count=1 -timeout 25m ./tests/...; }
 
 main() {

@@ -35,6 +35,7 @@ func TestCloseToOpenDefault(t *testing.T) {
 }
 
 func testCloseToOpen(t *testing.T, a, b *testutil.Mount, wait time.Duration) {
+	wantGone(t, b.Path("shared")) // primes b's negative entry cache
 	for round, size := range []int{100, 5 << 20, 10} {
 		data := randBytes(uint64(round), size)
 		writeFile(t, a.Path("shared"), data, 0o644)
