@@ -97,8 +97,8 @@
 // singleflight style (concurrent loads of a block share one Get). A
 // Reader that sees consecutive offsets fetches whole blocks and
 // prefetches ahead of itself in the background, a window that ramps from
-// two blocks to ReadAhead as the run grows and stays within the chunk,
-// whose list it has; a random reader reads only the bytes it needs with a
+// two blocks to ReadAhead as the run grows (into the next chunk too, when
+// the Reader was given a ListFunc to list it); a random reader reads only the bytes it needs with a
 // ranged Get, straight into the caller's buffer. A block of the wrong size
 // is ErrCorrupt (which is object.ErrCorrupt, so a checksum mismatch is
 // the same class), a missing one wraps object.ErrNotExist; the error

@@ -33,11 +33,22 @@ type Reader struct {
 	runFrom uint64 // file offset where the sequential run started
 	aheadTo uint64 // file offset up to which blocks were prefetched
 	paint   paintings
+	list    ListFunc // optional: lets read-ahead cross chunk boundaries
 }
 
 // NewReader returns a Reader for inode ino.
 func (s *Store) NewReader(ino meta.Ino) *Reader {
 	return &Reader{s: s, ino: ino}
+}
+
+// SetList gives the Reader a way to list chunks itself, so read-ahead can
+// run into the next chunk before the caller reads there. list is called
+// from background goroutines with a context that ends at Store.Close; it
+// must be safe for concurrent use. Call it before the first Read.
+func (r *Reader) SetList(list ListFunc) {
+	r.mu.Lock()
+	r.list = list
+	r.mu.Unlock()
 }
 
 // Read fills buf with the visible bytes of chunk index at chunk position
@@ -231,39 +242,72 @@ func sizeErr(err error, want int) error {
 	return err
 }
 
-// prefetch starts background fetches of the blocks in the ReadAhead window
-// from chunk position end on, within this chunk (the next chunk's slices are
-// not known here; its first read starts its own window). It tops the window
-// up only when half of it has been consumed, so most reads cost nothing.
-func (r *Reader) prefetch(index uint32, painted []meta.Slice, end uint32) {
-	bs := uint64(r.s.cfg.BlockSize)
+// prefetch starts background fetches of the blocks in the read-ahead
+// window from chunk position pos on. Within this chunk it uses painted; a
+// window reaching into the next chunk asks the Reader's ListFunc (if it
+// has one) for that chunk's list in the background, so a stream does not
+// stall on a cold block at every chunk boundary. It tops the window up
+// only when half of it has been consumed, so most reads cost nothing.
+func (r *Reader) prefetch(index uint32, painted []meta.Slice, pos uint32) {
 	chunkStart := uint64(index) * meta.ChunkSize
-	fileEnd := chunkStart + uint64(end)
+	chunkEnd := chunkStart + meta.ChunkSize
+	from, to, list := r.advance(chunkStart+uint64(pos), chunkEnd)
+	if from < min(to, chunkEnd) {
+		r.s.prefetchRange(painted, uint32(from-chunkStart), uint32(min(to, chunkEnd)-from))
+	}
+	if to > chunkEnd && list != nil && index < 1<<32-1 {
+		start := max(from, chunkEnd) - chunkEnd
+		r.prefetchNext(list, index+1, uint32(start), uint32(min(to-chunkEnd, meta.ChunkSize)-start))
+	}
+}
+
+// advance computes the file range [from, to) to prefetch for a read at
+// file offset off, and records it as requested. The window ramps up with
+// the run: four times what was read so far, at least two blocks, so a
+// reader of a file's first page does not pull 64 MiB, and a long stream
+// reaches the full window soon. Never more than half the cache: blocks
+// would evict each other. Without a ListFunc the window stops at chunkEnd.
+func (r *Reader) advance(off, chunkEnd uint64) (from, to uint64, list ListFunc) {
+	bs := uint64(r.s.cfg.BlockSize)
 	r.mu.Lock()
-	// The window ramps up with the run: four times what was read so far,
-	// at least two blocks, so a reader of a file's first page does not
-	// pull 32 MiB, and a long stream reaches the full window after 8 MiB.
-	// Never more than half the cache: blocks would evict each other.
+	defer r.mu.Unlock()
 	span := min(max(4*(r.next-r.runFrom), 2*bs), uint64(r.s.cfg.ReadAhead)*bs,
 		uint64(max(r.s.cfg.CacheSize, 0))/2/bs*bs)
-	if span == 0 {
-		r.mu.Unlock()
-		return
+	if span == 0 || r.aheadTo >= off+span/2 {
+		return 0, 0, nil
 	}
-	if r.aheadTo >= fileEnd+span/2 {
-		r.mu.Unlock()
-		return
+	from, to = max(r.aheadTo, off), off+span
+	if r.list == nil {
+		to = min(to, chunkEnd)
 	}
-	from := max(r.aheadTo, fileEnd)
-	to := min(fileEnd+span, chunkStart+meta.ChunkSize)
 	r.aheadTo = max(r.aheadTo, to)
-	r.mu.Unlock()
-	if from >= to {
+	return from, to, r.list
+}
+
+// prefetchNext lists chunk index in the background and prefetches its
+// range [pos, pos+n).
+func (r *Reader) prefetchNext(list ListFunc, index, pos, n uint32) {
+	if n == 0 {
 		return
 	}
-	for _, p := range window(painted, uint32(from-chunkStart), uint32(to-from)) {
+	r.s.spawn(func() {
+		slices, err := list(r.s.ctx, index)
+		if err != nil {
+			return // the read itself will report it
+		}
+		r.mu.Lock()
+		painted := r.paint.lookup(index, slices)
+		r.mu.Unlock()
+		r.s.prefetchRange(painted, pos, n)
+	})
+}
+
+// prefetchRange starts loading the blocks of the data pieces of a chunk
+// painting in [pos, pos+n).
+func (s *Store) prefetchRange(painted []meta.Slice, pos, n uint32) {
+	for _, p := range window(painted, pos, n) {
 		if p.ID != 0 {
-			r.s.prefetchPiece(p)
+			s.prefetchPiece(p)
 		}
 	}
 }

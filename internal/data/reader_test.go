@@ -63,6 +63,9 @@ func runModel(t *testing.T, cfg Config, ops int, seed uint64) {
 	const ino = 5
 	w := s.NewWriter(ino, e.newID, e.committer(ino))
 	readers := []*Reader{s.NewReader(ino), s.NewReader(ino)}
+	readers[1].SetList(func(_ context.Context, index uint32) ([]meta.Slice, error) {
+		return e.slices(ino, index), nil
+	})
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var m model
 	for i := 0; i < ops; i++ {
@@ -381,4 +384,33 @@ func TestReaderNoCache(t *testing.T) {
 	if got := gc.asked.Load(); got != int64(len(data)) {
 		t.Fatalf("asked for %d bytes to read %d", got, len(data))
 	}
+}
+
+// TestReaderReadAheadCrossesChunks: with a ListFunc, read-ahead loads the
+// next chunk's first blocks before the stream gets there.
+func TestReaderReadAheadCrossesChunks(t *testing.T) {
+	const bs = 64 << 10
+	s := newTestStore(t, newMem(), Config{BlockSize: bs, ReadAhead: 8})
+	e := newEngine(nil)
+	start := uint64(meta.ChunkSize - 16*bs)
+	data := pattern(9, start, 32*bs)
+	w := s.NewWriter(1, e.newID, e.committer(1))
+	writeAll(t, w, start, data)
+	flush(t, w)
+	r := s.NewReader(1)
+	var lists atomic.Int64
+	r.SetList(func(_ context.Context, index uint32) ([]meta.Slice, error) {
+		lists.Add(1)
+		return e.slices(1, index), nil
+	})
+	for off := start; off < meta.ChunkSize-bs; off += bs / 2 {
+		mustEqual(t, "read", e.readFile(t, r, 1, off, bs/2), data[off-start:off-start+bs/2])
+	}
+	s.wg.Wait()
+	next := e.slices(1, 1)[0]
+	if lists.Load() == 0 || !s.cache.has(BlockKey(next.ID, 0, bs)) {
+		t.Fatalf("next chunk not prefetched (%d list calls)", lists.Load())
+	}
+	got := e.readFile(t, r, 1, start, len(data))
+	mustEqual(t, "whole", got, data)
 }
