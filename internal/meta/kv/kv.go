@@ -61,3 +61,26 @@ type Tx interface {
 	// most limit of them (limit <= 0: all), until fn returns false.
 	Scan(prefix, after []byte, limit int, fn func(key, value []byte) bool) error
 }
+
+// MultiGetter is implemented by transactions that read many keys in one
+// round trip. It is optional: GetMany falls back to one Get per key.
+type MultiGetter interface {
+	// GetMany returns the values of keys, in order, nil where absent.
+	GetMany(keys [][]byte) ([][]byte, error)
+}
+
+// GetMany reads keys through tx, in one round trip where tx supports it.
+func GetMany(tx Tx, keys [][]byte) ([][]byte, error) {
+	if m, ok := tx.(MultiGetter); ok {
+		return m.GetMany(keys)
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := tx.Get(k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}

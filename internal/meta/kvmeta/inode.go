@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
 )
 
 // Lookup reads the entry and the child's attributes. The parent is read
@@ -144,19 +145,27 @@ func (e *Engine) Readdir(ctx context.Context, ino meta.Ino, after string, limit 
 	return out, nil
 }
 
-// fillAttrs reads each entry's attributes. An entry whose inode vanished
-// would be a broken volume; it is reported rather than hidden.
+// fillAttrs reads each entry's attributes, in one round trip per batch
+// where the backend can (kv.GetMany). An entry whose inode vanished would
+// be a broken volume; it is reported rather than hidden.
 func (t *txn) fillAttrs(ents []meta.DirEntry) error {
-	for i := range ents {
-		a, err := t.attr(ents[i].Ino)
-		if err == syscall.ENOENT {
+	keys := make([][]byte, len(ents))
+	for i, e := range ents {
+		keys[i] = attrKey(e.Ino)
+	}
+	raws, err := kv.GetMany(t.tx, keys)
+	if err != nil {
+		return err
+	}
+	for i, raw := range raws {
+		if raw == nil {
 			return fmt.Errorf("entry %q points to missing inode %d", ents[i].Name, ents[i].Ino)
 		}
+		a, err := decodeAttr(raw)
 		if err != nil {
 			return err
 		}
-		copied := *a
-		ents[i].Attr = &copied
+		ents[i].Attr = &a
 	}
 	return nil
 }

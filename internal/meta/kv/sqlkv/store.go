@@ -148,6 +148,7 @@ var queries = [numStmts]string{
 	stmtDelete:   "DELETE FROM shoal_kv WHERE k = ?",
 	stmtScan:     "SELECT k, v FROM shoal_kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?",
 	stmtScanOpen: "SELECT k, v FROM shoal_kv WHERE k >= ? ORDER BY k LIMIT ?",
+	stmtGetMany:  "SELECT k, v FROM shoal_kv WHERE k IN (?" + strings.Repeat(", ?", getManyBatch-1) + ")",
 }
 
 // prepare prepares the shared queries and the dialect's batch queries

@@ -23,6 +23,7 @@ const (
 	stmtScanOpen   // k >= lo (the prefix has no upper bound)
 	stmtSetMany    // batched upsert (dialects with arrays only)
 	stmtDeleteMany // batched delete (dialects with arrays only)
+	stmtGetMany    // k IN (getManyBatch keys)
 	numStmts
 )
 

@@ -1,0 +1,59 @@
+package sqlkv
+
+import (
+	"bytes"
+
+	"shoal/internal/meta/kv"
+)
+
+// getManyBatch is how many keys one GetMany query asks for; a shorter
+// request repeats its last key to fill the prepared statement.
+const getManyBatch = 64
+
+var _ kv.MultiGetter = (*tx)(nil)
+
+// GetMany implements kv.MultiGetter: one query per getManyBatch keys
+// instead of one per key (a readdir page's attributes, say).
+func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
+	out := make([][]byte, len(keys))
+	for start := 0; start < len(keys); start += getManyBatch {
+		if err := t.getBatch(keys[start:min(len(keys), start+getManyBatch)], out[start:]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// getBatch fills out[i] with the value of keys[i] (nil where absent).
+func (t *tx) getBatch(keys [][]byte, out [][]byte) error {
+	if t.err != nil || t.flush() != nil {
+		return t.err
+	}
+	args := make([]any, getManyBatch)
+	for i := range args {
+		args[i] = keys[min(i, len(keys)-1)]
+	}
+	rows, err := t.stmt(stmtGetMany).QueryContext(t.ctx, args...)
+	if err != nil {
+		return t.fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return t.fail(err)
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		for i, want := range keys {
+			if out[i] == nil && bytes.Equal(k, want) {
+				out[i] = v
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return t.fail(err)
+	}
+	return nil
+}
