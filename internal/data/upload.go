@@ -45,25 +45,29 @@ func (w *Writer) upload(s *slice, bi int, b *block, size int, gen uint64) {
 	defer w.mu.Unlock()
 	b.uploading = false
 	w.uploading--
-	if err != nil && !w.closed && gen != w.gen {
+	defer w.notify()
+	switch {
+	case err != nil && !w.closed && gen != w.gen:
 		// A retry was requested while this attempt ran: it is owed a
 		// fresh one, not a report of the old outcome.
 		w.startUpload(s, bi)
-		return
-	}
-	if err != nil && !w.closed {
+	case err != nil && !w.closed:
 		b.err = err
 		w.failures++
 		w.s.log.Error("data: block upload failed", "ino", w.ino, "err", err)
-		w.notify()
-		return
+	case err != nil: // closed: Close abandoned the data
+		w.s.putPages(b.pages)
+		b.pages = nil
+	default:
+		w.stored(s, b)
 	}
+}
+
+// stored records a block as stored and frees its pages. Called with w.mu
+// held.
+func (w *Writer) stored(s *slice, b *block) {
 	w.s.putPages(b.pages)
 	b.pages = nil
-	if err != nil {
-		w.notify()
-		return // closed: the data was abandoned by Close
-	}
 	b.done = true
 	if s.stored.IsZero() {
 		s.stored = time.Now()
@@ -72,7 +76,6 @@ func (w *Writer) upload(s *slice, bi int, b *block, size int, gen uint64) {
 	if s.frozen && s.pending == 0 {
 		w.kickCommit()
 	}
-	w.notify()
 }
 
 // sliceID returns s's id, asking newID the first time.
