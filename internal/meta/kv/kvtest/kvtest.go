@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"NoWriteSkew", testNoWriteSkew},
 		{"LargeValues", testLargeValues},
 		{"ManyKeysPaged", testManyKeysPaged},
+		{"GetMany", testGetMany},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {
