@@ -50,9 +50,12 @@ func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint
 	return uint32(n), fs.status("write", err)
 }
 
-// Flush implements fuse.RawFileSystem: close(2) returns after this.
+// Flush implements fuse.RawFileSystem: close(2) returns after this. The
+// closing process's POSIX locks on the file go after the data is flushed.
 func (fs *FS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
-	return fs.status("flush", fs.vfs.Flush(ctx(&in.InHeader), vfs.Fh(in.Fh)))
+	st := fs.status("flush", fs.vfs.Flush(ctx(&in.InHeader), vfs.Fh(in.Fh)))
+	fs.releasePosix(in)
+	return st
 }
 
 // Fsync implements fuse.RawFileSystem.

@@ -22,9 +22,10 @@ type Options struct {
 // FS serves a vfs.FS over FUSE.
 type FS struct {
 	fuse.RawFileSystem
-	vfs  *vfs.FS
-	opts Options
-	errs errnoMapper
+	vfs   *vfs.FS
+	opts  Options
+	errs  errnoMapper
+	posix posixOwners // POSIX lock owners to release on close (locks.go)
 }
 
 var _ fuse.RawFileSystem = (*FS)(nil)

@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"sync"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -36,7 +37,57 @@ func (fs *FS) setLock(c context.Context, in *fuse.LkIn, wait bool) fuse.Status {
 	if in.LkFlags&fuse.FUSE_LK_FLOCK != 0 {
 		return fs.status("flock", fs.vfs.Flock(c, ino, in.Owner, in.Lk.Typ, wait))
 	}
-	return fs.status("setlk", fs.vfs.Setlk(c, ino, in.Owner, fromFileLock(in.Lk), wait))
+	lk := fromFileLock(in.Lk)
+	err := fs.vfs.Setlk(c, ino, in.Owner, lk, wait)
+	if err == nil && lk.Type != meta.LockUnlock {
+		fs.posix.add(ino, in.Owner)
+	}
+	return fs.status("setlk", err)
+}
+
+// POSIX locks die with every close(2) of the file by their owner (the
+// process's file table), and the kernel keeps no record of FUSE locks, so
+// it only says so through the lock owner of FLUSH. posixOwners remembers
+// which (inode, owner) pairs took a lock through this mount, so that a
+// close costs an engine call only when there is a lock to drop.
+type posixOwners struct {
+	mu   sync.Mutex
+	held map[posixOwner]bool
+}
+
+type posixOwner struct {
+	ino   meta.Ino
+	owner uint64
+}
+
+func (p *posixOwners) add(ino meta.Ino, owner uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = map[posixOwner]bool{}
+	}
+	p.held[posixOwner{ino, owner}] = true
+}
+
+// take forgets the pair and reports whether it was there.
+func (p *posixOwners) take(ino meta.Ino, owner uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := posixOwner{ino, owner}
+	ok := p.held[k]
+	delete(p.held, k)
+	return ok
+}
+
+// releasePosix drops every POSIX lock owner holds on the flushed file.
+func (fs *FS) releasePosix(in *fuse.FlushIn) {
+	if !fs.posix.take(meta.Ino(in.NodeId), in.LockOwner) {
+		return
+	}
+	all := meta.Lock{Type: meta.LockUnlock, Start: 0, End: meta.LockEnd}
+	if err := fs.vfs.Setlk(ctx(&in.InHeader), meta.Ino(in.NodeId), in.LockOwner, all, false); err != nil {
+		fs.status("release posix locks", err)
+	}
 }
 
 func fromFileLock(l fuse.FileLock) meta.Lock {
