@@ -85,7 +85,7 @@ type File struct {
 	Ino   meta.Ino `json:"ino"`
 	Paths []string `json:"paths"` // empty for an unlinked (orphan) inode
 	// Ranges are the byte ranges of the file that read damaged blocks.
-	Ranges []Range `json:"ranges"`
+	Ranges []Range  `json:"ranges"`
 	Keys   []string `json:"keys"`
 	Zeroed bool     `json:"zeroed,omitempty"` // the ranges were punched into holes
 }
