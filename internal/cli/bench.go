@@ -160,6 +160,9 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal stops the run (cleaning up, writing the report); a
+	// second one, for a file system that hangs, kills the process.
+	go func() { <-ctx.Done(); stop() }()
 	opts := bench.Options{
 		Targets: targets, Workloads: ws, Rounds: f.rounds, Clients: f.clients,
 		DropCaches: f.dropCaches, Seed: f.seed, Command: strings.Join(os.Args, " "),
