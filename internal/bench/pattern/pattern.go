@@ -20,6 +20,7 @@ type MismatchError struct {
 	Offset int64 // stream offset of the first wrong byte
 }
 
+// Error implements error.
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("%v at offset %d", ErrMismatch, e.Offset)
 }

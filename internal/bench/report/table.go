@@ -85,6 +85,7 @@ type errWriter struct {
 	err error
 }
 
+// Write implements io.Writer; it never fails, see errWriter.
 func (e *errWriter) Write(p []byte) (int, error) {
 	if e.err != nil {
 		return len(p), nil
