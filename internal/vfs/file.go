@@ -115,9 +115,6 @@ func (f *file) commit(ctx context.Context, index uint32, s meta.Slice) error {
 	delete(f.chunks, index)
 	f.chunkGen++
 	f.length = max(f.length, res.Attr.Length)
-	if f.writer != nil && !f.writer.Dirty() {
-		f.mtime = 0
-	}
 	f.mu.Unlock()
 	if res.SliceCount >= f.fs.cfg.CompactThreshold {
 		f.fs.compactor.schedule(f.ino, index)

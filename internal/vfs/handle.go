@@ -83,6 +83,7 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 	}
 	f.refresh(attr)
 	h := &handle{file: f, flags: flags, reader: fs.data.NewReader(ino)}
+	h.reader.SetList(f.chunk) // read-ahead continues into the next chunk
 	fs.mu.Lock()
 	fs.nextFh++
 	h.fh = fs.nextFh
