@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,31 +18,37 @@ import (
 
 // Knobs of the randomized data-integrity test.
 const (
-	randomFiles   = 5
+	randomWorkers = 3        // independent streams run at once, each on its own files
+	randomFiles   = 2        // files per worker
 	randomMaxSize = 12 << 20 // usual file size bound
 	randomHoleMax = 80 << 20 // holes may reach past the 64 MiB chunk edge
 	randomMaxIO   = 256 << 10
 )
 
-// randomRun is the state of one randomized run: open files on the mount
-// and their expected contents.
+// randomRun is the state of one worker of a randomized run: its open files
+// on the mount and their expected contents. A worker touches only its own
+// files, so its sequence of operations, and the model, are deterministic
+// given its seed whatever the other workers do.
 type randomRun struct {
-	t     *testing.T
-	m     *testutil.Mount
-	rng   *rand.Rand
-	seed  uint64
-	files []*os.File
-	model [][]byte
-	step  int
-	trail []string // the last operations, printed on failure
-	spent map[string]time.Duration
-	count map[string]int
+	m      *testutil.Mount
+	worker int
+	rng    *rand.Rand
+	seed   uint64
+	files  []*os.File
+	model  [][]byte
+	step   int
+	trail  []string // the last operations, printed on failure
+	err    error    // the first failure; the worker stops there
+	spent  map[string]time.Duration
+	count  map[string]int
 }
 
 // TestRandomIntegrity runs random writes, reads, truncates, holes and
 // copy_file_ranges over several files, checking every read against an
-// in-memory model, then checks all files again after a remount.
-// SHOAL_SEED picks the seed (default 1); SHOAL_RANDOM_OPS the op count.
+// in-memory model, then checks all files again after a remount. The
+// operations are split over a few workers running at once (each on its
+// own files) to keep the runtime down. SHOAL_SEED picks the seed (default
+// 1); SHOAL_RANDOM_OPS the total op count (default 100,000).
 func TestRandomIntegrity(t *testing.T) {
 	seed := envUint("SHOAL_SEED", 1)
 	ops := int(envUint("SHOAL_RANDOM_OPS", 100000))
@@ -49,26 +56,82 @@ func TestRandomIntegrity(t *testing.T) {
 		ops = min(ops, 10000)
 	}
 	m := mountFresh(t)
-	r := &randomRun{t: t, m: m, seed: seed, rng: rand.New(rand.NewPCG(seed, 2)),
-		spent: map[string]time.Duration{}, count: map[string]int{}}
-	t.Logf("seed %d (SHOAL_SEED), %d ops", seed, ops)
-	for i := 0; i < randomFiles; i++ {
-		r.model = append(r.model, nil)
-		r.files = append(r.files, r.open(i, os.O_CREATE|os.O_TRUNC))
+	t.Logf("seed %d (SHOAL_SEED), %d ops over %d workers", seed, ops, randomWorkers)
+	runs := make([]*randomRun, randomWorkers)
+	var wg sync.WaitGroup
+	for k := range runs {
+		runs[k] = newRandomRun(m, k, seed)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[k].run(ops / randomWorkers)
+		}()
 	}
-	for r.step = 0; r.step < ops && !t.Failed(); r.step++ {
-		r.one()
-	}
-	r.closeAll()
-	if t.Failed() {
+	wg.Wait()
+	if reportRandom(t, runs, true) {
 		return
 	}
-	for _, k := range sortedKeys(r.spent) {
-		t.Logf("%-8s %6d ops %8v total %8v each", k, r.count[k], r.spent[k].Round(time.Millisecond), (r.spent[k] / time.Duration(r.count[k])).Round(time.Microsecond))
+	for _, r := range runs {
+		r.verifyAll("after the run")
 	}
-	r.verifyAll("after the run")
-	r.m = r.m.Remount(t)
-	r.verifyAll("after remount")
+	m = m.Remount(t)
+	for _, r := range runs {
+		r.m = m
+		r.verifyAll("after remount")
+	}
+	reportRandom(t, runs, false)
+}
+
+func newRandomRun(m *testutil.Mount, worker int, seed uint64) *randomRun {
+	return &randomRun{m: m, worker: worker, seed: seed,
+		rng:   rand.New(rand.NewPCG(seed, uint64(worker)+2)),
+		spent: map[string]time.Duration{}, count: map[string]int{}}
+}
+
+// run opens the worker's files and performs ops random operations, or
+// fewer if one fails; it always closes the files.
+func (r *randomRun) run(ops int) {
+	defer r.closeAll()
+	for i := 0; i < randomFiles; i++ {
+		r.model = append(r.model, nil)
+		f, err := r.open(i, os.O_CREATE|os.O_TRUNC)
+		if err != nil {
+			r.fail("open file %d: %v", i, err)
+			return
+		}
+		r.files = append(r.files, f)
+	}
+	for r.step = 0; r.step < ops && r.err == nil; r.step++ {
+		r.one()
+	}
+}
+
+// reportRandom fails t with every worker's error and, if there was none
+// and timings is set, logs the time spent per kind of operation. It reports
+// whether any worker failed.
+func reportRandom(t *testing.T, runs []*randomRun, timings bool) bool {
+	t.Helper()
+	failed := false
+	for _, r := range runs {
+		if r.err != nil {
+			t.Error(r.err)
+			failed = true
+		}
+	}
+	if failed || !timings {
+		return failed
+	}
+	spent, count := map[string]time.Duration{}, map[string]int{}
+	for _, r := range runs {
+		for k, d := range r.spent {
+			spent[k] += d
+			count[k] += r.count[k]
+		}
+	}
+	for _, k := range sortedKeys(spent) {
+		t.Logf("%-9s %6d ops %8v total %8v each", k, count[k], spent[k].Round(time.Millisecond), (spent[k] / time.Duration(count[k])).Round(time.Microsecond))
+	}
+	return false
 }
 
 func envUint(name string, def uint64) uint64 {
@@ -80,19 +143,23 @@ func envUint(name string, def uint64) uint64 {
 	return def
 }
 
-func (r *randomRun) open(i, flag int) *os.File {
-	f, err := os.OpenFile(r.m.Path(fmt.Sprintf("r%d", i)), os.O_RDWR|flag, 0o644)
-	if err != nil {
-		r.fail("open file %d: %v", i, err)
-	}
-	return f
+// name is the path of the worker's file i.
+func (r *randomRun) name(i int) string {
+	return r.m.Path(fmt.Sprintf("w%d-r%d", r.worker, i))
 }
 
-// fail stops the test with the seed, the step and the recent operations.
+func (r *randomRun) open(i, flag int) (*os.File, error) {
+	return os.OpenFile(r.name(i), os.O_RDWR|flag, 0o644)
+}
+
+// fail records the first failure with the seed, worker, step and recent
+// operations; the worker stops before its next operation.
 func (r *randomRun) fail(format string, args ...any) {
-	r.t.Helper()
-	r.t.Fatalf("seed %d step %d: %s\nlast operations:\n%s\n(rerun with SHOAL_SEED=%d)",
-		r.seed, r.step, fmt.Sprintf(format, args...), joinLines(r.trail), r.seed)
+	if r.err != nil {
+		return
+	}
+	r.err = fmt.Errorf("seed %d worker %d step %d: %s\nlast operations of this worker:\n%s(rerun with SHOAL_SEED=%d)",
+		r.seed, r.worker, r.step, fmt.Sprintf(format, args...), joinLines(r.trail), r.seed)
 }
 
 func (r *randomRun) note(format string, args ...any) {
@@ -249,9 +316,11 @@ func (r *randomRun) copyRange(i, j int) {
 		k, err := unix.CopyFileRange(int(r.files[i].Fd()), &roff, int(r.files[j].Fd()), &woff, int(n-done), 0)
 		if err != nil {
 			r.fail("copy_file_range: %v", err)
+			return
 		}
 		if k == 0 {
 			r.fail("copy_file_range copied 0 of %d bytes inside the source", n-done)
+			return
 		}
 		done += int64(k)
 	}
@@ -263,12 +332,17 @@ func (r *randomRun) reopen(i int) {
 	if err := r.files[i].Close(); err != nil {
 		r.fail("close %d: %v", i, err)
 	}
-	r.files[i] = r.open(i, 0)
+	f, err := r.open(i, 0)
+	if err != nil {
+		r.fail("reopen %d: %v", i, err)
+		return
+	}
+	r.files[i] = f
 }
 
 func (r *randomRun) checkSize(i int) {
 	var st unix.Stat_t
-	if err := unix.Stat(r.m.Path(fmt.Sprintf("r%d", i)), &st); err != nil {
+	if err := unix.Stat(r.name(i), &st); err != nil {
 		r.fail("stat %d: %v", i, err)
 	}
 	if st.Size != int64(len(r.model[i])) {
@@ -278,7 +352,7 @@ func (r *randomRun) checkSize(i int) {
 
 func (r *randomRun) closeAll() {
 	for i, f := range r.files {
-		if err := f.Close(); err != nil && !r.t.Failed() {
+		if err := f.Close(); err != nil {
 			r.fail("close %d: %v", i, err)
 		}
 	}
@@ -286,7 +360,7 @@ func (r *randomRun) closeAll() {
 
 func (r *randomRun) verifyAll(when string) {
 	for i, want := range r.model {
-		got, err := os.ReadFile(r.m.Path(fmt.Sprintf("r%d", i)))
+		got, err := os.ReadFile(r.name(i))
 		if err != nil {
 			r.fail("%s: read file %d: %v", when, i, err)
 		}
