@@ -66,6 +66,8 @@ type entry struct {
 // volumeScan is everything Check reads.
 type volumeScan struct {
 	attrs    map[meta.Ino]meta.Attr
+	flags    map[meta.Ino]byte // attr record flags, when set
+	xattrs   map[meta.Ino]bool // inodes with xattr keys
 	entries  []entry
 	symlinks map[meta.Ino]bool
 	orphans  map[meta.Ino]meta.SessionID
@@ -125,6 +127,7 @@ func scanVolume(t *txn) (*volumeScan, error) {
 	vs := &volumeScan{
 		attrs: map[meta.Ino]meta.Attr{}, symlinks: map[meta.Ino]bool{}, orphans: map[meta.Ino]meta.SessionID{},
 		chunks: map[meta.Ino][]chunkRecord{}, refs: map[meta.SliceID]int64{}, freed: map[meta.SliceID]bool{},
+		flags: map[meta.Ino]byte{}, xattrs: map[meta.Ino]bool{},
 	}
 	var derr error
 	keep := func(err error) bool {
@@ -139,9 +142,14 @@ func scanVolume(t *txn) (*volumeScan, error) {
 	}{
 		{kindAttr, func(k, v []byte) bool {
 			a, err := decodeAttr(v)
-			vs.attrs[meta.Ino(be.Uint64(k[1:]))] = a
+			ino := meta.Ino(be.Uint64(k[1:]))
+			vs.attrs[ino] = a
+			if f := attrFlags(v); f != 0 {
+				vs.flags[ino] = f
+			}
 			return keep(err)
 		}},
+		{kindXattr, func(k, _ []byte) bool { vs.xattrs[meta.Ino(be.Uint64(k[1:]))] = true; return true }},
 		{kindDentry, func(k, v []byte) bool {
 			ino, typ, err := decodeDentry(v)
 			vs.entries = append(vs.entries, entry{meta.Ino(be.Uint64(k[1:])), string(k[9:]), ino, typ})
@@ -204,6 +212,7 @@ func (c *checker) run() {
 	links, subdirs, parents := c.checkEntries()
 	c.checkInodes(links, subdirs, parents)
 	c.checkSlices()
+	c.checkXattrs()
 	c.checkSessions()
 	c.checkCounters()
 }

@@ -181,6 +181,27 @@ func (c *checker) checkRefs(id meta.SliceID, n int64) {
 	}
 }
 
+// checkXattrs checks that every inode with xattrs exists and is flagged
+// as having them (deleting it would otherwise leave them behind).
+func (c *checker) checkXattrs() {
+	for ino := range c.vs.xattrs {
+		if _, ok := c.vs.attrs[ino]; !ok {
+			c.problem(func(t *txn) error { return t.deleteXattrs(ino) }, "xattrs of missing inode %d", ino)
+			continue
+		}
+		if c.vs.flags[ino]&flagXattrs == 0 {
+			c.problem(func(t *txn) error {
+				if _, err := t.attr(ino); err != nil {
+					return err
+				}
+				t.flags[ino] |= flagXattrs
+				t.touch(ino)
+				return nil
+			}, "inode %d has xattrs but no xattr flag", ino)
+		}
+	}
+}
+
 // checkSessions validates the session indexes and lock records.
 func (c *checker) checkSessions() {
 	for _, si := range c.vs.orphanIndex {

@@ -99,6 +99,7 @@ type txn struct {
 	cred    meta.Cred
 	now     int64
 	attrs   map[meta.Ino]*meta.Attr
+	flags   map[meta.Ino]byte // attr record flags of the attrs read, when set
 	dirty   map[meta.Ino]bool
 	space   int64 // bytes of used space added
 	files   int64 // inodes added
@@ -138,6 +139,7 @@ func newTxn(ctx context.Context, tx kv.Tx) *txn {
 		cred:  meta.CredFrom(ctx),
 		now:   meta.Now(),
 		attrs: make(map[meta.Ino]*meta.Attr, 4),
+		flags: make(map[meta.Ino]byte),
 		dirty: make(map[meta.Ino]bool, 4),
 	}
 }

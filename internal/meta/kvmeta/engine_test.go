@@ -214,3 +214,46 @@ func TestStatfsDefaults(t *testing.T) {
 		t.Fatalf("statfs %+v %v", st, err)
 	}
 }
+
+// TestUnlinkFastPath checks the one-transaction unlink of a file nobody
+// holds open (meta.OpenTracker): no orphan, no scans for an empty file
+// without xattrs, and xattrs deleted with a file that had them.
+func TestUnlinkFastPath(t *testing.T) {
+	e, store, ctx := newTestEngine(t)
+	e.SetOpenCheck(func(meta.Ino) bool { return false })
+	mk := func(name string) meta.Entry {
+		ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: name, Type: meta.TypeFile, Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ent
+	}
+	mk("plain")
+	x := mk("with-xattr")
+	if err := e.Setxattr(ctx, x.Ino, "user.k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	store.reset()
+	rm, err := e.Unlink(ctx, meta.RootIno, "plain")
+	if err != nil || rm.Orphan {
+		t.Fatalf("fast unlink: %+v %v", rm, err)
+	}
+	if gets, writes := store.reset(); gets != 3 || writes != 1 {
+		t.Errorf("fast unlink: %d gets, %d writes; want 3, 1", gets, writes)
+	}
+	if _, err := e.Unlink(ctx, meta.RootIno, "with-xattr"); err != nil {
+		t.Fatal(err)
+	}
+	err = e.view(ctx, func(tx *txn) error {
+		return tx.tx.Scan(inoKey(kindXattr, x.Ino), nil, 0, func(k, _ []byte) bool {
+			t.Errorf("xattr key %q survived its inode", k)
+			return true
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if orphans, _ := e.Orphans(ctx, 0); len(orphans) != 0 {
+		t.Fatalf("orphans %v", orphans)
+	}
+}

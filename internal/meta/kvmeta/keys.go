@@ -76,9 +76,19 @@ func counterKey(name string) []byte { return append([]byte{kindCounter}, name...
 const attrVersion = 1
 
 // attrLen is the encoded size of an attr record.
-const attrLen = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 8
+const attrLen = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 8 + 1
 
-func encodeAttr(a *meta.Attr) []byte {
+// Attr record flags (the last byte): facts about an inode that save reads.
+const (
+	// flagXattrs: the inode has (or had) extended attributes, so deleting
+	// it must scan for them. Set by Setxattr, never cleared.
+	flagXattrs byte = 1 << iota
+)
+
+// encodeAttr encodes a with no flags; see encodeAttrFlags.
+func encodeAttr(a *meta.Attr) []byte { return encodeAttrFlags(a, 0) }
+
+func encodeAttrFlags(a *meta.Attr, flags byte) []byte {
 	b := make([]byte, 0, attrLen)
 	b = append(b, attrVersion, byte(a.Type))
 	b = be.AppendUint16(b, a.Mode)
@@ -90,7 +100,16 @@ func encodeAttr(a *meta.Attr) []byte {
 	b = be.AppendUint32(b, a.Nlink)
 	b = be.AppendUint64(b, a.Length)
 	b = be.AppendUint32(b, a.Rdev)
-	return be.AppendUint64(b, uint64(a.Parent))
+	b = be.AppendUint64(b, uint64(a.Parent))
+	return append(b, flags)
+}
+
+// attrFlags returns the flags byte of an encoded attr record.
+func attrFlags(b []byte) byte {
+	if len(b) < attrLen {
+		return 0
+	}
+	return b[attrLen-1]
 }
 
 func decodeAttr(b []byte) (meta.Attr, error) {

@@ -72,6 +72,8 @@ func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
 
 // deleteInode removes an inode with everything keyed by it: attr, symlink
 // target, xattrs, and a file's chunks (releasing their slice references).
+// ino's attributes must have been read in this transaction (their flags
+// say whether there are xattrs to find). An orphan mark is the caller's.
 func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
 	if a.Type == meta.TypeFile {
 		// An empty file has no chunks: truncation to 0 deletes them all,
@@ -86,11 +88,8 @@ func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
 	if a.Type == meta.TypeSymlink {
 		t.tx.Delete(symlinkKey(ino))
 	}
-	if err := t.deleteXattrs(ino); err != nil {
-		return err
-	}
-	if a.Type == meta.TypeFile && a.Nlink == 0 {
-		if err := t.unmarkOrphan(ino); err != nil {
+	if t.flags[ino]&flagXattrs != 0 {
+		if err := t.deleteXattrs(ino); err != nil {
 			return err
 		}
 	}
@@ -159,6 +158,9 @@ func (e *Engine) Purge(ctx context.Context, ino meta.Ino) error {
 			return nil
 		}
 		if err != nil || a.Nlink > 0 {
+			return err
+		}
+		if err := t.unmarkOrphan(ino); err != nil {
 			return err
 		}
 		return t.deleteInode(ino, a)

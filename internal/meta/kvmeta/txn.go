@@ -28,6 +28,9 @@ func (t *txn) attr(ino meta.Ino) (*meta.Attr, error) {
 		return nil, err
 	}
 	t.attrs[ino] = &a
+	if f := attrFlags(raw); f != 0 {
+		t.flags[ino] = f
+	}
 	return &a, nil
 }
 
@@ -73,13 +76,14 @@ func (t *txn) put(ino meta.Ino, a *meta.Attr) {
 func (t *txn) drop(ino meta.Ino) {
 	delete(t.attrs, ino)
 	delete(t.dirty, ino)
+	delete(t.flags, ino)
 	t.tx.Delete(attrKey(ino))
 }
 
 // flush writes the changed attributes.
 func (t *txn) flush() {
 	for ino := range t.dirty {
-		t.tx.Set(attrKey(ino), encodeAttr(t.attrs[ino]))
+		t.tx.Set(attrKey(ino), encodeAttrFlags(t.attrs[ino], t.flags[ino]))
 	}
 }
 

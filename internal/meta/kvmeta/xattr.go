@@ -68,6 +68,7 @@ func (e *Engine) Setxattr(ctx context.Context, ino meta.Ino, name string, value 
 		}
 		t.tx.Set(xattrKey(ino, name), value)
 		a.Ctime = t.now
+		t.flags[ino] |= flagXattrs
 		t.touch(ino)
 		return nil
 	})
