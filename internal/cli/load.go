@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/mattn/go-sqlite3"
+	"github.com/spf13/cobra"
+
+	"shoal/internal/backup"
+	"shoal/internal/meta"
+	"shoal/internal/object/objopen"
+	"shoal/internal/volume"
+)
+
+// loadFlags are the flags of shoal load.
+type loadFlags struct {
+	storage  string
+	bucket   string
+	progress string
+}
+
+// newLoadCmd is `shoal load`.
+func newLoadCmd() *cobra.Command {
+	f := &loadFlags{}
+	cmd := &cobra.Command{
+		Use:   "load META-URL FILE",
+		Short: "Restore a volume's metadata from a dump or backup into an empty engine",
+		Long: `Read a dump written by 'shoal dump' (or an automatic backup) into the empty
+metadata engine META-URL: a new SQLite file, an empty PostgreSQL schema or
+an unused Redis database. An engine that already holds a volume is refused.
+The restored volume uses the object store its settings name; mount it as
+usual. Gzip and zstd dumps are recognised by their content.
+
+FILE '-' is stdin. With --bucket, FILE is instead the key of a backup object
+in that store (as listed under meta-backup/), or 'latest' for the newest
+one. For file storage a backup is also a plain file under the bucket
+directory, which can be given as FILE directly.
+
+An interrupted load leaves the engine unformatted: empty it (delete the
+SQLite file, drop the schema) and load again.`,
+		Example: `  shoal load sqlite:///var/lib/shoal/new.db /backup/shoal.dump.zst
+  shoal load sqlite:///var/lib/shoal/new.db /var/lib/shoal/objects/meta-backup/20261122T010000Z.dump.zst
+  shoal load --storage s3 --bucket https://KEY:SECRET@s3.example.com/shoal postgres://db/shoal latest`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return runLoad(cmd, args[0], args[1], f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.storage, "storage", "file", "with --bucket: the object store kind")
+	fl.StringVar(&f.bucket, "bucket", "", "read FILE as a backup object key (or 'latest') from this object store")
+	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when a terminal), always, never")
+	fl.Lookup("progress").NoOptDefVal = "always"
+	return cmd
+}
+
+// runLoad restores a dump into an empty engine.
+func runLoad(cmd *cobra.Command, metaURL, file string, f *loadFlags) error {
+	disp, err := gcDisplay(cmd.ErrOrStderr(), f.progress)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	ctx := cmd.Context()
+	eng, err := volume.OpenEngine(ctx, metaURL)
+	if err != nil {
+		return DatabaseHint(err, metaURL)
+	}
+	defer eng.Close()
+	d, ok := eng.(meta.Dumper)
+	if !ok {
+		return errors.New("load: this metadata engine cannot restore dumps")
+	}
+	if err := refuseFormatted(ctx, eng, metaURL); err != nil {
+		return err
+	}
+	src, size, err := openDump(ctx, cmd, file, f)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	var n Counter
+	stop := trackBytes(disp, "load", "loading", n.Count, size)
+	err = restore(ctx, d, n.Reader(src))
+	stop()
+	if err != nil {
+		return err
+	}
+	vf, err := eng.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("load: reading the restored volume: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "loaded volume %q (%s of dump); its data is in %s %s\n", vf.Name, humanBytes(n.Count()), vf.Storage, vf.Bucket)
+	return nil
+}
+
+// Counter is backup.Counter, named here for the commands that count bytes.
+type Counter = backup.Counter
+
+// refuseFormatted fails unless eng holds no volume.
+func refuseFormatted(ctx context.Context, eng meta.Engine, metaURL string) error {
+	vf, err := eng.Load(ctx)
+	switch {
+	case err == nil:
+		return fmt.Errorf("load: %s already holds volume %q (uuid %s): load only into an empty engine (a new SQLite file, an empty PostgreSQL schema, an unused Redis database)", metaURL, vf.Name, vf.UUID)
+	case errors.Is(err, meta.ErrNotFormatted):
+		return nil
+	}
+	return DatabaseHint(fmt.Errorf("load: %w", err), metaURL)
+}
+
+// restore decompresses r as needed and restores it.
+func restore(ctx context.Context, d meta.Dumper, r io.Reader) error {
+	plain, err := backup.Decompress(r)
+	if err != nil {
+		return err
+	}
+	defer plain.Close()
+	if err := d.Restore(ctx, plain); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	return nil
+}
+
+// openDump opens the dump: stdin, a file, or a backup object of a store.
+// size is its length when known (0 otherwise).
+func openDump(ctx context.Context, cmd *cobra.Command, file string, f *loadFlags) (io.ReadCloser, int64, error) {
+	if f.bucket != "" {
+		return openBackupObject(ctx, file, f)
+	}
+	if file == "-" {
+		return io.NopCloser(cmd.InOrStdin()), 0, nil
+	}
+	fh, err := os.Open(file)
+	if err != nil {
+		return nil, 0, fmt.Errorf("load: %w", err)
+	}
+	var size int64
+	if fi, err := fh.Stat(); err == nil {
+		size = fi.Size()
+	}
+	return fh, size, nil
+}
+
+// openBackupObject opens a backup object (or the newest) of a store.
+func openBackupObject(ctx context.Context, key string, f *loadFlags) (io.ReadCloser, int64, error) {
+	store, err := objopen.Open(ctx, f.storage, f.bucket)
+	if err != nil {
+		return nil, 0, fmt.Errorf("load: opening the object store (%s %s): %w", f.storage, f.bucket, err)
+	}
+	if key == "latest" {
+		list, err := backup.List(ctx, store)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(list) == 0 {
+			return nil, 0, fmt.Errorf("load: no backups under %s in %s", backup.Prefix, store)
+		}
+		key = list[len(list)-1].Key
+	}
+	info, err := store.Head(ctx, key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("load: backup %s in %s: %w", key, store, err)
+	}
+	rc, err := store.Get(ctx, key, 0, -1)
+	if err != nil {
+		return nil, 0, fmt.Errorf("load: backup %s in %s: %w", key, store, err)
+	}
+	return rc, info.Size, nil
+}
+
+// DatabaseHint adds what to do to an error that says a SQLite metadata
+// database is corrupt (malformed, or not a database: e.g. truncated); other
+// errors are returned as they are. The mount uses it too.
+func DatabaseHint(err error, metaURL string) error {
+	var se sqlite3.Error
+	if err == nil || !errors.As(err, &se) || (se.Code != sqlite3.ErrCorrupt && se.Code != sqlite3.ErrNotADB) {
+		return err
+	}
+	dir := "<the database's directory>/objects"
+	if path, ok := strings.CutPrefix(metaURL, "sqlite://"); ok {
+		dir = strings.TrimSuffix(path[:strings.LastIndexByte(path, '/')+1], "/") + "/objects"
+	}
+	return fmt.Errorf("%w\ndatabase is corrupt: restore from a backup with 'shoal load sqlite:///NEW.db BACKUP' "+
+		"(automatic backups are in the volume's bucket under %s, e.g. %s/%s; or a file from 'shoal dump'), "+
+		"then move NEW.db into place and run 'shoal fsck'", err, backup.Prefix, dir, backup.Prefix)
+}
