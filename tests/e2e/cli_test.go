@@ -202,3 +202,20 @@ func runWithTimeout(cmd *exec.Cmd, limit time.Duration) (string, error) {
 		return buf.String(), fmt.Errorf("no exit within %v", limit)
 	}
 }
+
+// TestMountNoDevFuse hides /dev/fuse in a private mount namespace and
+// checks that `shoal mount` fails at once and says what to install.
+func TestMountNoDevFuse(t *testing.T) {
+	testutil.RequireFUSE(t)
+	unshare := requireTool(t, "unshare")
+	v := testutil.NewVolume(t)
+	script := `mount -t tmpfs none /dev && exec "$0" mount "$1" "$2"`
+	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "sh", "-c", script, testutil.Binary(t), v.MetaURL, v.Mountpoint)
+	out, err := runWithTimeout(cmd, 30*time.Second)
+	if err == nil {
+		t.Fatalf("mount without /dev/fuse succeeded:\n%s", out)
+	}
+	if !strings.Contains(out, "/dev/fuse") || !strings.Contains(out, "fuse3") {
+		t.Errorf("message should name /dev/fuse and the fuse3 package:\n%s", out)
+	}
+}
