@@ -72,3 +72,37 @@ func TestPermissions(t *testing.T) {
 	ok(t, os.Chmod(p("private"), 0), "chmod 0")
 	wantContent(t, p("private"), []byte("secret"))
 }
+
+// TestSetgidDirAndKillSuid checks the set-id rules: entries created in a
+// setgid directory take its group (subdirectories also the setgid bit),
+// and a write by another user clears set-user-ID and set-group-ID.
+func TestSetgidDirAndKillSuid(t *testing.T) {
+	m := mountFresh(t)
+	p := m.Path
+	ok(t, unix.Mkdir(p("sg"), 0o777), "mkdir")
+	ok(t, unix.Chown(p("sg"), 0, 1234), "chown")
+	ok(t, unix.Chmod(p("sg"), 0o2777), "chmod g+s")
+	writeFile(t, p("sg", "f"), nil, 0o644)
+	ok(t, unix.Mkdir(p("sg", "d"), 0o755), "mkdir in setgid dir")
+	if st := stat(t, p("sg", "f")); st.Gid != 1234 {
+		t.Errorf("file in setgid dir has gid %d, want 1234", st.Gid)
+	}
+	if st := stat(t, p("sg", "d")); st.Gid != 1234 || st.Mode&unix.S_ISGID == 0 {
+		t.Errorf("dir in setgid dir: gid %d mode %o, want gid 1234 and setgid", st.Gid, st.Mode)
+	}
+	if got := asNobody(t, "create", p("sg", "byNobody")); got != "OK" {
+		t.Fatalf("create in 2777 dir as nobody: %s", got)
+	}
+	if st := stat(t, p("sg", "byNobody")); st.Uid != 65534 || st.Gid != 1234 {
+		t.Errorf("nobody's file in setgid dir: %d:%d, want 65534:1234", st.Uid, st.Gid)
+	}
+
+	writeFile(t, p("suid"), []byte("x"), 0o644)
+	ok(t, unix.Chmod(p("suid"), 0o6777), "chmod 6777")
+	if got := asNobody(t, "write", p("suid")); got != "OK" {
+		t.Fatalf("write 6777 file as nobody: %s", got)
+	}
+	if st := stat(t, p("suid")); st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		t.Errorf("write by another user kept set-id bits: mode %o", st.Mode)
+	}
+}
