@@ -55,6 +55,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Concurrency", testConcurrency},
 		{"Admin", testAdmin},
 		{"Locks", testLocks},
+		{"OpenTracker", testOpenTracker},
 		{"Model", testModel},
 	}
 	for _, g := range groups {

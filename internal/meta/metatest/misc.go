@@ -199,3 +199,44 @@ func concurrentWorker(v *env, dir meta.Ino, w, n int) error {
 	}
 	return nil
 }
+
+// testOpenTracker checks meta.OpenTracker: a file whose last link goes
+// while this client does not hold it open is deleted at once.
+func testOpenTracker(t *testing.T, newEngine Factory) {
+	v := open(t, newEngine)
+	ot, ok := v.e.(meta.OpenTracker)
+	if !ok {
+		t.Skip("engine has no OpenTracker")
+	}
+	held := map[meta.Ino]bool{}
+	ot.SetOpenCheck(func(ino meta.Ino) bool { return held[ino] })
+	f, g := v.file(meta.RootIno, "f"), v.file(meta.RootIno, "g")
+	s := v.write(f.Ino, 0, 10)
+	held[g.Ino] = true
+	rm, err := v.e.Unlink(v.ctx, meta.RootIno, "f")
+	v.check(err, "unlink")
+	if rm.Orphan || rm.Ino != f.Ino {
+		t.Fatalf("unlink of a closed file: %+v", rm)
+	}
+	_, err = v.e.Getattr(v.ctx, f.Ino)
+	v.wantErrno(err, syscall.ENOENT, "getattr of the deleted file")
+	v.wantFreed(s, true)
+	rm, err = v.e.Unlink(v.ctx, meta.RootIno, "g")
+	v.check(err, "unlink")
+	if !rm.Orphan {
+		t.Fatalf("unlink of an open file: %+v", rm)
+	}
+	v.check(v.e.Purge(v.ctx, g.Ino), "purge")
+	h := v.file(meta.RootIno, "h")
+	v.file(meta.RootIno, "i")
+	rm, err = v.e.Rename(v.ctx, meta.RenameRequest{OldParent: meta.RootIno, OldName: "i", NewParent: meta.RootIno, NewName: "h"})
+	v.check(err, "rename over a closed file")
+	if rm.Orphan || rm.Ino != h.Ino {
+		t.Fatalf("rename over a closed file: %+v", rm)
+	}
+	ot.SetOpenCheck(nil)
+	v.file(meta.RootIno, "j")
+	if rm, _ = v.e.Unlink(v.ctx, meta.RootIno, "j"); !rm.Orphan {
+		t.Fatalf("without a check every unlinked file is an orphan: %+v", rm)
+	}
+}
