@@ -192,7 +192,11 @@ func printFsck(w io.Writer, r *fsck.Report, asJSON bool) error {
 	fmt.Fprintf(w, "Metadata    %d inodes (%d directories, %d files), %d entries, %d slice records: %d problems\n",
 		m.Inodes, m.Dirs, m.Files, m.Entries, m.Slices, len(m.Problems))
 	for _, p := range m.Problems {
-		fmt.Fprintf(w, "  PROBLEM   %s\n", p)
+		kind := "PROBLEM"
+		if fsck.CounterDrift(p) {
+			kind = "note   " // expected after a crash or on a mounted volume
+		}
+		fmt.Fprintf(w, "  %s   %s\n", kind, p)
 	}
 	verb := "present and sized right (not read: --no-verify-data)"
 	if r.Verified {

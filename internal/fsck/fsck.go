@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"shoal/internal/meta"
 	"shoal/internal/object"
@@ -120,8 +121,30 @@ type Report struct {
 	OddSample    []string `json:"odd_sample,omitempty"`
 }
 
-// MetaUnrepaired is the number of metadata problems left unrepaired.
-func (r *Report) MetaUnrepaired() int { return max(0, len(r.Meta.Problems)-r.Meta.Repaired) }
+// driftPrefix starts the engine's report of usage counters that differ
+// from a recount. Counters are kept as deltas each client adds about once
+// a second, so they lag on a mounted volume and drift after a crash
+// (docs/format.md): that is expected, not damage, and --repair recounts.
+const driftPrefix = "usage counters:"
+
+// CounterDrift reports whether a metadata problem is only usage counter
+// drift.
+func CounterDrift(problem string) bool { return strings.HasPrefix(problem, driftPrefix) }
+
+// MetaUnrepaired is the number of metadata problems left unrepaired,
+// counter drift excepted.
+func (r *Report) MetaUnrepaired() int {
+	if r.Meta.Repaired > 0 {
+		return max(0, len(r.Meta.Problems)-r.Meta.Repaired)
+	}
+	n := 0
+	for _, p := range r.Meta.Problems {
+		if !CounterDrift(p) {
+			n++
+		}
+	}
+	return n
+}
 
 // DataUnrepaired is the number of files that read damaged blocks and were
 // not zeroed. A damaged block that every reader's view shadows (later
