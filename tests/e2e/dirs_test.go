@@ -159,3 +159,54 @@ func TestReaddirSeek(t *testing.T) {
 		}
 	}
 }
+
+// TestReaddirWhileChanging reads a directory in pieces while entries are
+// added and removed between the pieces: POSIX lets the changed names show
+// or not, but every unchanged entry must come exactly once.
+func TestReaddirWhileChanging(t *testing.T) {
+	m := mountFresh(t)
+	dir := m.Path("d")
+	ok(t, unix.Mkdir(dir, 0o755), "mkdir")
+	stable := map[string]bool{}
+	for i := 0; i < 1000; i++ {
+		name := fmt.Sprintf("m%04d", i)
+		writeFile(t, dir+"/"+name, nil, 0o644)
+		if i%3 != 0 {
+			stable[name] = true
+		}
+	}
+	f, err := os.Open(dir)
+	ok(t, err, "open dir")
+	defer f.Close()
+	seen := map[string]int{}
+	for round := 0; ; round++ {
+		names, err := f.Readdirnames(100)
+		for _, n := range names {
+			seen[n]++
+		}
+		if err != nil || len(names) == 0 {
+			break
+		}
+		// Between pieces: add names that sort before and after the
+		// cursor, and remove unstable names (index%3 == 0) ahead of it.
+		for k := 0; k < 20; k++ {
+			writeFile(t, fmt.Sprintf("%s/a%02d-%02d", dir, round, k), nil, 0o644)
+			writeFile(t, fmt.Sprintf("%s/z%02d-%02d", dir, round, k), nil, 0o644)
+		}
+		for i := (round + 2) * 100; i < (round+3)*100 && i < 1000; i++ {
+			if i%3 == 0 {
+				ok(t, os.Remove(fmt.Sprintf("%s/m%04d", dir, i)), "unlink ahead")
+			}
+		}
+	}
+	for n := range stable {
+		if seen[n] != 1 {
+			t.Errorf("unchanged entry %q listed %d times", n, seen[n])
+		}
+	}
+	for n, c := range seen {
+		if c > 1 {
+			t.Errorf("%q listed %d times", n, c)
+		}
+	}
+}
