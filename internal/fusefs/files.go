@@ -33,6 +33,9 @@ func fillOpen(res vfs.OpenResult, out *fuse.OpenOut) {
 	if res.KeepCache {
 		out.OpenFlags |= fuse.FOPEN_KEEP_CACHE
 	}
+	if res.DirectIO {
+		out.OpenFlags |= fuse.FOPEN_DIRECT_IO
+	}
 }
 
 // Read implements fuse.RawFileSystem.

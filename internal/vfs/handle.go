@@ -14,6 +14,11 @@ type handle struct {
 	file   *file
 	flags  uint32
 	reader *data.Reader
+	// direct: opened with O_DIRECT. Reads list the chunk's slices from the
+	// engine every time instead of the open-time cache, so a description
+	// opened before another mount's fsync sees that data (the destination
+	// of a live migration opens the image before the source stops).
+	direct bool
 }
 
 // OpenResult says how the kernel may cache an opened file.
@@ -22,6 +27,9 @@ type OpenResult struct {
 	// KeepCache: the file is unchanged since this mount last cached its
 	// pages, so the kernel page cache may be kept.
 	KeepCache bool
+	// DirectIO: opened with O_DIRECT; the kernel should send every read
+	// and write to the file system, bypassing its page cache.
+	DirectIO bool
 }
 
 // Create creates (or, without O_EXCL, opens an existing) regular file and
@@ -82,7 +90,8 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 		attr = a
 	}
 	f.refresh(attr)
-	h := &handle{file: f, flags: flags, reader: fs.data.NewReader(ino)}
+	direct := flags&syscall.O_DIRECT != 0
+	h := &handle{file: f, flags: flags, reader: fs.data.NewReader(ino), direct: direct}
 	h.reader.SetList(f.chunk) // read-ahead continues into the next chunk
 	fs.mu.Lock()
 	fs.nextFh++
@@ -94,7 +103,7 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 	}
 	fs.stamps[ino] = stamp{attr.Mtime, attr.Length}
 	fs.mu.Unlock()
-	return OpenResult{Fh: h.fh, KeepCache: keep}, attr, nil
+	return OpenResult{Fh: h.fh, KeepCache: keep && !direct, DirectIO: direct}, attr, nil
 }
 
 func (fs *FS) handle(fh Fh) (*handle, error) {
@@ -118,6 +127,11 @@ func (fs *FS) Read(ctx context.Context, fh Fh, off uint64, buf []byte) (int, err
 	f.mu.Lock()
 	length, w := f.length, f.writer
 	f.mu.Unlock()
+	if h.direct && off+uint64(len(buf)) > length {
+		if length, err = fs.directLength(ctx, f); err != nil {
+			return 0, err
+		}
+	}
 	if off >= length {
 		return 0, nil
 	}
@@ -139,12 +153,34 @@ func (fs *FS) Read(ctx context.Context, fh Fh, off uint64, buf []byte) (int, err
 // list if a block is gone (the list was stale).
 func (fs *FS) readChunk(ctx context.Context, h *handle, w *data.Writer, index, pos uint32, part []byte) error {
 	for attempt := 0; ; attempt++ {
-		_, err := h.reader.ReadThrough(ctx, w, index, h.file.chunk, pos, part)
+		list := h.file.chunk
+		if h.direct {
+			list = h.file.chunkFresh
+		}
+		_, err := h.reader.ReadThrough(ctx, w, index, list, pos, part)
 		if err == nil || attempt > 0 || !isMissingObject(err) {
 			return err
 		}
 		h.file.forgetChunks(index)
 	}
+}
+
+// directLength is the file's length for a direct read near its end: the
+// engine's, or this mount's own if it has written further.
+func (fs *FS) directLength(ctx context.Context, f *file) (uint64, error) {
+	attr, err := fs.engine.Getattr(ctx, f.ino)
+	if err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.length = max(f.length, attr.Length)
+	return f.length, nil
+}
+
+// chunkFresh lists chunk index from the engine, bypassing the cache.
+func (f *file) chunkFresh(ctx context.Context, index uint32) ([]meta.Slice, error) {
+	return f.fs.engine.ReadChunk(ctx, f.ino, index)
 }
 
 // Write writes p at off (the kernel resolves O_APPEND offsets).
