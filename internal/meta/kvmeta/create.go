@@ -93,6 +93,7 @@ func (t *txn) mknod(ino meta.Ino, req meta.MknodRequest) (meta.Entry, error) {
 	}
 	if req.Type == meta.TypeDir {
 		p.Nlink++
+		t.touch(req.Parent)
 	}
 	t.touchDir(req.Parent, p)
 	t.files++

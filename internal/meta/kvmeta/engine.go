@@ -17,6 +17,7 @@ import (
 // Engine is meta.Engine over a kv.Store. It is safe for concurrent use;
 // several Engines (in several processes or machines) may share one store.
 type Engine struct {
+	opts   Options
 	store  kv.Store
 	inodes idPool
 	slices idPool
@@ -55,6 +56,14 @@ type Options struct {
 	// FlushInterval is how often usage counters are written to the store
 	// (default one second).
 	FlushInterval time.Duration
+	// DirMtimeWindow, when set, lets a directory's mtime and ctime lag
+	// entry changes by up to this long (JuiceFS's skip-dir-mtime): a
+	// create or unlink in a directory whose mtime is younger does not
+	// rewrite the directory's attributes. That saves a write per create
+	// and, with several clients, the conflicts of all of them writing one
+	// directory's record. 0 (the default) updates them every time, as
+	// POSIX says.
+	DirMtimeWindow time.Duration
 }
 
 // New returns an Engine over store. The Engine owns store: Close closes it.
@@ -63,6 +72,7 @@ func New(store kv.Store, opts Options) *Engine {
 		opts.FlushInterval = time.Second
 	}
 	e := &Engine{
+		opts:   opts,
 		store:  store,
 		inodes: idPool{key: counterNextInode, batch: inodeBatch, first: uint64(meta.RootIno) + 1},
 		slices: idPool{key: counterNextSlice, batch: sliceBatch, first: 1},
@@ -96,13 +106,15 @@ type txn struct {
 	tx      kv.Tx
 	session meta.SessionID
 	isOpen  func(meta.Ino) bool // see Engine.SetOpenCheck
-	cred    meta.Cred
-	now     int64
-	attrs   map[meta.Ino]*meta.Attr
-	flags   map[meta.Ino]byte // attr record flags of the attrs read, when set
-	dirty   map[meta.Ino]bool
-	space   int64 // bytes of used space added
-	files   int64 // inodes added
+	// dirWindow is Options.DirMtimeWindow in ns (0: always update).
+	dirWindow int64
+	cred      meta.Cred
+	now       int64
+	attrs     map[meta.Ino]*meta.Attr
+	flags     map[meta.Ino]byte // attr record flags of the attrs read, when set
+	dirty     map[meta.Ino]bool
+	space     int64 // bytes of used space added
+	files     int64 // inodes added
 }
 
 // update runs fn in one read-write kv transaction; dirty attributes are
@@ -113,6 +125,7 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		t := newTxn(ctx, tx)
 		t.session = e.currentSession()
 		t.isOpen = e.openChecker()
+		t.dirWindow = int64(e.opts.DirMtimeWindow)
 		if err := fn(t); err != nil {
 			return err
 		}

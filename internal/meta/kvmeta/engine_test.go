@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
@@ -255,5 +256,43 @@ func TestUnlinkFastPath(t *testing.T) {
 	}
 	if orphans, _ := e.Orphans(ctx, 0); len(orphans) != 0 {
 		t.Fatalf("orphans %v", orphans)
+	}
+}
+
+// TestDirMtimeWindow checks that entry changes inside the window leave the
+// directory's record alone unless its link count changes.
+func TestDirMtimeWindow(t *testing.T) {
+	store := &counting{Store: memkv.New()}
+	e := New(store, Options{DirMtimeWindow: time.Hour})
+	defer e.Close()
+	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
+	if err := e.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "warm", Type: meta.TypeFile}); err != nil {
+		t.Fatal(err) // reserves the inode batch
+	}
+	before, _ := e.Getattr(ctx, meta.RootIno)
+	store.reset()
+	if _, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "f", Type: meta.TypeFile}); err != nil {
+		t.Fatal(err)
+	}
+	if _, writes := store.reset(); writes != 2 {
+		t.Errorf("create in a young directory: %d writes, want 2", writes)
+	}
+	if after, _ := e.Getattr(ctx, meta.RootIno); after != before {
+		t.Errorf("directory changed inside the window: %+v -> %+v", before, after)
+	}
+	if _, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "d", Type: meta.TypeDir}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := e.Getattr(ctx, meta.RootIno); after.Nlink != 3 || after.Mtime <= before.Mtime {
+		t.Errorf("mkdir must update the parent: %+v", after)
+	}
+	if err := e.Rmdir(ctx, meta.RootIno, "d"); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := e.Getattr(ctx, meta.RootIno); after.Nlink != 2 {
+		t.Errorf("rmdir must update the parent's nlink: %+v", after)
 	}
 }

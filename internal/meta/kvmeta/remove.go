@@ -144,6 +144,7 @@ func (t *txn) removeDir(parent meta.Ino, p *meta.Attr, name string, ino meta.Ino
 	t.tx.Delete(dentryKey(parent, name))
 	if p.Nlink > 2 {
 		p.Nlink--
+		t.touch(parent)
 	}
 	t.touchDir(parent, p)
 	return t.deleteInode(ino, a)

@@ -177,6 +177,7 @@ func (t *txn) replaceTarget(dst renameSide) (meta.Removed, error) {
 	}
 	if dst.dir.Nlink > 2 {
 		dst.dir.Nlink--
+		t.touch(dst.parent)
 	}
 	rm := meta.Removed{Ino: dst.ino, Attr: *dst.attr}
 	rm.Attr.Nlink = 0
@@ -196,6 +197,8 @@ func (t *txn) moved(src, dst renameSide) {
 		src.dir.Nlink--
 	}
 	dst.dir.Nlink++
+	t.touch(src.parent)
+	t.touch(dst.parent)
 }
 
 // exchange swaps two entries (RENAME_EXCHANGE).

@@ -60,8 +60,14 @@ func (t *txn) dirFor(ino meta.Ino, mask uint32) (*meta.Attr, error) {
 func (t *txn) touch(ino meta.Ino) { t.dirty[ino] = true }
 
 // touchDir sets a directory's mtime and ctime (an entry was added or
-// removed) and marks it changed.
+// removed) and marks it changed. With Options.DirMtimeWindow, a directory
+// nothing else changed in (its link count, say: callers mark such changes
+// with touch first) keeps times younger than the window, so that entry
+// changes in one busy directory need not all write its attributes.
 func (t *txn) touchDir(ino meta.Ino, a *meta.Attr) {
+	if t.dirWindow > 0 && !t.dirty[ino] && t.now-a.Mtime < t.dirWindow && t.now >= a.Mtime {
+		return
+	}
 	a.Mtime, a.Ctime = t.now, t.now
 	t.touch(ino)
 }
