@@ -221,6 +221,9 @@ func printFsckDamage(w io.Writer, r *fsck.Report) {
 		if b.Detail != "" {
 			fmt.Fprintf(w, ": %s", b.Detail)
 		}
+		if b.Shadowed {
+			fmt.Fprint(w, " (shadowed: no file reads it)")
+		}
 		fmt.Fprintln(w)
 	}
 	for _, f := range r.Files {

@@ -29,15 +29,18 @@ func (c *checker) findFiles(ctx context.Context) error {
 	}
 	c.prog.set("finding files", 0, int64(len(c.rep.Damaged)))
 	files := map[meta.Ino]*File{}
-	for _, b := range c.rep.Damaged {
+	for i := range c.rep.Damaged {
+		b := &c.rep.Damaged[i]
+		b.Shadowed = true
 		for _, h := range c.refs[b.Slice].holders {
-			ranges, err := c.visibleRanges(ctx, h, b)
+			ranges, err := c.visibleRanges(ctx, h, *b)
 			if err != nil {
 				return err
 			}
 			if len(ranges) == 0 {
 				continue // shadowed by later writes: no read sees it
 			}
+			b.Shadowed = false
 			f := files[h.ino]
 			if f == nil {
 				f = &File{Ino: h.ino}

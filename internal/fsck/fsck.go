@@ -79,6 +79,10 @@ type Block struct {
 	Index  int          `json:"index"` // block index in the slice
 	Kind   string       `json:"kind"`  // Missing, WrongSize or Corrupt
 	Detail string       `json:"detail,omitempty"`
+	// Shadowed: no file reads this block any more (later writes or a
+	// zeroing repair cover it), so it harms nothing; compaction or the
+	// file's deletion drops it.
+	Shadowed bool `json:"shadowed,omitempty"`
 }
 
 // File is a file that shows damaged data.
