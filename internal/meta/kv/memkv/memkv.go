@@ -118,6 +118,7 @@ type tx struct {
 
 var _ kv.Tx = (*tx)(nil)
 
+// Get implements kv.Tx.
 func (t *tx) Get(key []byte) ([]byte, error) {
 	if t.err != nil {
 		return nil, t.err
@@ -129,12 +130,14 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 	return append([]byte{}, it.value...), nil
 }
 
+// Set implements kv.Tx; in View it fails the transaction.
 func (t *tx) Set(key, value []byte) {
 	if t.writable() {
 		t.tree.ReplaceOrInsert(item{key: bytes.Clone(key), value: append([]byte{}, value...)})
 	}
 }
 
+// Delete implements kv.Tx; in View it fails the transaction.
 func (t *tx) Delete(key []byte) {
 	if t.writable() {
 		t.tree.Delete(item{key: key})
