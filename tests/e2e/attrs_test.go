@@ -7,94 +7,106 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"shoal/internal/testutil"
 )
 
 func TestAttrs(t *testing.T) {
 	m := mountFresh(t)
-	t.Run("Chmod", func(t *testing.T) {
-		p := m.Path("chmod")
-		writeFile(t, p, nil, 0o644)
-		for _, mode := range []uint32{0o600, 0o000, 0o777, 0o4755, 0o2755, 0o1777} {
-			before := stat(t, p)
-			tick()
-			ok(t, unix.Chmod(p, mode), "chmod")
-			st := stat(t, p)
-			if st.Mode != syscall.S_IFREG|mode {
-				t.Errorf("chmod %o: mode is %o", mode, st.Mode)
-			}
-			if !ctime(st).After(ctime(before)) {
-				t.Errorf("chmod %o did not move ctime", mode)
-			}
-			if mtime(st) != mtime(before) {
-				t.Errorf("chmod %o changed mtime", mode)
-			}
-		}
-	})
-	t.Run("Chown", func(t *testing.T) {
-		p := m.Path("chown")
-		writeFile(t, p, nil, 0o644)
-		ok(t, unix.Chown(p, 1234, 5678), "chown")
-		if st := stat(t, p); st.Uid != 1234 || st.Gid != 5678 {
-			t.Errorf("owner %d:%d, want 1234:5678", st.Uid, st.Gid)
-		}
-		ok(t, unix.Chown(p, -1, 42), "chgrp")
-		if st := stat(t, p); st.Uid != 1234 || st.Gid != 42 {
-			t.Errorf("owner %d:%d, want 1234:42", st.Uid, st.Gid)
-		}
-		ok(t, os.Symlink("chown", m.Path("chown-link")), "symlink")
-		ok(t, unix.Lchown(m.Path("chown-link"), 77, 88), "lchown")
-		if st := lstat(t, m.Path("chown-link")); st.Uid != 77 || st.Gid != 88 {
-			t.Errorf("symlink owner %d:%d, want 77:88", st.Uid, st.Gid)
-		}
-		if st := stat(t, p); st.Uid != 1234 {
-			t.Errorf("lchown followed the link: target uid %d", st.Uid)
-		}
-	})
+	t.Run("Chmod", func(t *testing.T) { attrsChmod(t, m) })
+	t.Run("Chown", func(t *testing.T) { attrsChown(t, m) })
 	t.Run("UtimensNano", func(t *testing.T) { testUtimens(t, m.Path("times")) })
-	t.Run("WriteMovesMtime", func(t *testing.T) {
-		p := m.Path("mt")
-		writeFile(t, p, []byte("a"), 0o644)
+	t.Run("WriteMovesMtime", func(t *testing.T) { attrsWriteMovesMtime(t, m) })
+	t.Run("DirTimes", func(t *testing.T) { testDirTimes(t, m.Path("dt")) })
+	t.Run("Statfs", func(t *testing.T) { attrsStatfs(t, m) })
+	t.Run("Access", func(t *testing.T) { attrsAccess(t, m) })
+}
+
+func attrsChmod(t *testing.T, m *testutil.Mount) {
+	p := m.Path("chmod")
+	writeFile(t, p, nil, 0o644)
+	for _, mode := range []uint32{0o600, 0o000, 0o777, 0o4755, 0o2755, 0o1777} {
 		before := stat(t, p)
 		tick()
-		f, err := os.OpenFile(p, os.O_WRONLY, 0)
-		ok(t, err, "open")
-		_, err = f.Write([]byte("b"))
-		ok(t, err, "write")
-		ok(t, f.Close(), "close")
+		ok(t, unix.Chmod(p, mode), "chmod")
 		st := stat(t, p)
-		if !mtime(st).After(mtime(before)) || !ctime(st).After(ctime(before)) {
-			t.Errorf("write: mtime %v -> %v, ctime %v -> %v", mtime(before), mtime(st), ctime(before), ctime(st))
+		if st.Mode != syscall.S_IFREG|mode {
+			t.Errorf("chmod %o: mode is %o", mode, st.Mode)
 		}
-		before = st
-		tick()
-		ok(t, os.Truncate(p, 0), "truncate")
-		st = stat(t, p)
-		if !mtime(st).After(mtime(before)) || !ctime(st).After(ctime(before)) {
-			t.Errorf("truncate: mtime %v -> %v, ctime %v -> %v", mtime(before), mtime(st), ctime(before), ctime(st))
+		if !ctime(st).After(ctime(before)) {
+			t.Errorf("chmod %o did not move ctime", mode)
 		}
-	})
-	t.Run("DirTimes", func(t *testing.T) { testDirTimes(t, m.Path("dt")) })
-	t.Run("Statfs", func(t *testing.T) {
-		var s unix.Statfs_t
-		ok(t, unix.Statfs(m.Dir, &s), "statfs")
-		const fuseMagic = 0x65735546
-		if s.Type != fuseMagic {
-			t.Errorf("f_type %#x, want FUSE %#x", s.Type, fuseMagic)
+		if mtime(st) != mtime(before) {
+			t.Errorf("chmod %o changed mtime", mode)
 		}
-		if s.Bsize <= 0 || s.Blocks == 0 || s.Bfree > s.Blocks || s.Bavail > s.Blocks {
-			t.Errorf("statfs blocks: bsize %d blocks %d free %d avail %d", s.Bsize, s.Blocks, s.Bfree, s.Bavail)
-		}
-		if s.Files == 0 || s.Ffree > s.Files || s.Namelen != 255 {
-			t.Errorf("statfs inodes: files %d ffree %d namelen %d", s.Files, s.Ffree, s.Namelen)
-		}
-	})
-	t.Run("Access", func(t *testing.T) {
-		p := m.Path("acc")
-		writeFile(t, p, nil, 0o644)
-		ok(t, unix.Access(p, unix.R_OK|unix.W_OK), "access rw as root")
-		wantErrno(t, unix.Access(p, unix.X_OK), syscall.EACCES, "access X_OK on 0644 as root")
-		wantErrno(t, unix.Access(m.Path("nope"), unix.F_OK), syscall.ENOENT, "access missing")
-	})
+	}
+}
+
+func attrsChown(t *testing.T, m *testutil.Mount) {
+	p := m.Path("chown")
+	writeFile(t, p, nil, 0o644)
+	ok(t, unix.Chown(p, 1234, 5678), "chown")
+	if st := stat(t, p); st.Uid != 1234 || st.Gid != 5678 {
+		t.Errorf("owner %d:%d, want 1234:5678", st.Uid, st.Gid)
+	}
+	ok(t, unix.Chown(p, -1, 42), "chgrp")
+	if st := stat(t, p); st.Uid != 1234 || st.Gid != 42 {
+		t.Errorf("owner %d:%d, want 1234:42", st.Uid, st.Gid)
+	}
+	ok(t, os.Symlink("chown", m.Path("chown-link")), "symlink")
+	ok(t, unix.Lchown(m.Path("chown-link"), 77, 88), "lchown")
+	if st := lstat(t, m.Path("chown-link")); st.Uid != 77 || st.Gid != 88 {
+		t.Errorf("symlink owner %d:%d, want 77:88", st.Uid, st.Gid)
+	}
+	if st := stat(t, p); st.Uid != 1234 {
+		t.Errorf("lchown followed the link: target uid %d", st.Uid)
+	}
+}
+
+func attrsWriteMovesMtime(t *testing.T, m *testutil.Mount) {
+	p := m.Path("mt")
+	writeFile(t, p, []byte("a"), 0o644)
+	before := stat(t, p)
+	tick()
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	ok(t, err, "open")
+	_, err = f.Write([]byte("b"))
+	ok(t, err, "write")
+	ok(t, f.Close(), "close")
+	st := stat(t, p)
+	if !mtime(st).After(mtime(before)) || !ctime(st).After(ctime(before)) {
+		t.Errorf("write: mtime %v -> %v, ctime %v -> %v", mtime(before), mtime(st), ctime(before), ctime(st))
+	}
+	before = st
+	tick()
+	ok(t, os.Truncate(p, 0), "truncate")
+	st = stat(t, p)
+	if !mtime(st).After(mtime(before)) || !ctime(st).After(ctime(before)) {
+		t.Errorf("truncate: mtime %v -> %v, ctime %v -> %v", mtime(before), mtime(st), ctime(before), ctime(st))
+	}
+}
+
+func attrsStatfs(t *testing.T, m *testutil.Mount) {
+	var s unix.Statfs_t
+	ok(t, unix.Statfs(m.Dir, &s), "statfs")
+	const fuseMagic = 0x65735546
+	if s.Type != fuseMagic {
+		t.Errorf("f_type %#x, want FUSE %#x", s.Type, fuseMagic)
+	}
+	if s.Bsize <= 0 || s.Blocks == 0 || s.Bfree > s.Blocks || s.Bavail > s.Blocks {
+		t.Errorf("statfs blocks: bsize %d blocks %d free %d avail %d", s.Bsize, s.Blocks, s.Bfree, s.Bavail)
+	}
+	if s.Files == 0 || s.Ffree > s.Files || s.Namelen != 255 {
+		t.Errorf("statfs inodes: files %d ffree %d namelen %d", s.Files, s.Ffree, s.Namelen)
+	}
+}
+
+func attrsAccess(t *testing.T, m *testutil.Mount) {
+	p := m.Path("acc")
+	writeFile(t, p, nil, 0o644)
+	ok(t, unix.Access(p, unix.R_OK|unix.W_OK), "access rw as root")
+	wantErrno(t, unix.Access(p, unix.X_OK), syscall.EACCES, "access X_OK on 0644 as root")
+	wantErrno(t, unix.Access(m.Path("nope"), unix.F_OK), syscall.ENOENT, "access missing")
 }
 
 func testUtimens(t *testing.T, p string) {

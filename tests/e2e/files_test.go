@@ -8,125 +8,145 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"shoal/internal/testutil"
 )
 
 func TestFiles(t *testing.T) {
 	m := mountFresh(t)
-	t.Run("CreateExcl", func(t *testing.T) {
-		p := m.Path("excl")
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
-		ok(t, err, "create O_EXCL")
-		ok(t, f.Close(), "close")
-		if st := stat(t, p); st.Mode != syscall.S_IFREG|0o640 || st.Size != 0 || st.Nlink != 1 {
-			t.Errorf("new file: mode %o size %d nlink %d", st.Mode, st.Size, st.Nlink)
-		}
-		_, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
-		wantErrno(t, err, syscall.EEXIST, "second O_CREAT|O_EXCL")
-	})
-	t.Run("CreateExisting", func(t *testing.T) {
-		p := m.Path("existing")
-		writeFile(t, p, []byte("keep me"), 0o600)
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o777)
-		ok(t, err, "O_CREAT on existing")
-		ok(t, f.Close(), "close")
-		wantContent(t, p, []byte("keep me"))
-		if st := stat(t, p); st.Mode&0o777 != 0o600 {
-			t.Errorf("O_CREAT on existing changed mode to %o", st.Mode&0o777)
-		}
-	})
-	t.Run("OpenMissing", func(t *testing.T) {
-		_, err := os.Open(m.Path("missing"))
-		wantErrno(t, err, syscall.ENOENT, "open missing")
-	})
-	t.Run("Trunc", func(t *testing.T) {
-		p := m.Path("trunc")
-		writeFile(t, p, bytes.Repeat([]byte("a"), 100000), 0o644)
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
-		ok(t, err, "open O_TRUNC")
-		if st := fstat(t, f); st.Size != 0 {
-			t.Errorf("size after O_TRUNC = %d", st.Size)
-		}
-		_, err = f.Write([]byte("new"))
-		ok(t, err, "write")
-		ok(t, f.Close(), "close")
-		wantContent(t, p, []byte("new"))
-	})
-	t.Run("Append", func(t *testing.T) {
-		p := m.Path("append")
-		writeFile(t, p, []byte("abc"), 0o644)
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
-		ok(t, err, "open O_APPEND")
-		_, err = f.Seek(0, io.SeekStart)
-		ok(t, err, "seek")
-		_, err = f.Write([]byte("def"))
-		ok(t, err, "write 1")
-		_, err = f.Write([]byte("ghi"))
-		ok(t, err, "write 2")
-		ok(t, f.Close(), "close")
-		wantContent(t, p, []byte("abcdefghi"))
-	})
-	t.Run("AppendTwoHandles", func(t *testing.T) {
-		p := m.Path("append2")
-		a, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		ok(t, err, "open a")
-		b, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
-		ok(t, err, "open b")
-		for i := 0; i < 50; i++ {
-			_, err = a.Write([]byte("A"))
-			ok(t, err, "write a")
-			_, err = b.Write([]byte("B"))
-			ok(t, err, "write b")
-		}
-		ok(t, a.Close(), "close a")
-		ok(t, b.Close(), "close b")
-		wantContent(t, p, bytes.Repeat([]byte("AB"), 50))
-	})
-	t.Run("ReadEOF", func(t *testing.T) {
-		p := m.Path("eof")
-		writeFile(t, p, []byte("0123456789"), 0o644)
-		f, err := os.Open(p)
-		ok(t, err, "open")
-		defer f.Close()
-		buf := make([]byte, 20)
-		n, err := f.ReadAt(buf, 5)
-		if n != 5 || err != io.EOF || string(buf[:5]) != "56789" {
-			t.Errorf("ReadAt(5) = %d %v %q", n, err, buf[:n])
-		}
-		n, err = syscall.Pread(int(f.Fd()), buf, 10)
-		if n != 0 || err != nil {
-			t.Errorf("pread at EOF = %d %v, want 0 nil", n, err)
-		}
-		n, err = syscall.Pread(int(f.Fd()), buf, 1<<40)
-		if n != 0 || err != nil {
-			t.Errorf("pread far past EOF = %d %v, want 0 nil", n, err)
-		}
-	})
-	t.Run("WriteHole", func(t *testing.T) {
-		p := m.Path("hole")
-		f, err := os.Create(p)
-		ok(t, err, "create")
-		_, err = f.WriteAt([]byte("end"), 100000)
-		ok(t, err, "pwrite past EOF")
-		ok(t, f.Close(), "close")
-		want := make([]byte, 100003)
-		copy(want[100000:], "end")
-		wantContent(t, p, want)
-	})
-	t.Run("BadFD", func(t *testing.T) {
-		p := m.Path("badfd")
-		writeFile(t, p, []byte("x"), 0o644)
-		f, err := os.Open(p)
-		ok(t, err, "open")
-		_, err = syscall.Write(int(f.Fd()), []byte("y"))
-		wantErrno(t, err, syscall.EBADF, "write on O_RDONLY")
-		f.Close()
-		f, err = os.OpenFile(p, os.O_WRONLY, 0)
-		ok(t, err, "open")
-		_, err = syscall.Read(int(f.Fd()), make([]byte, 1))
-		wantErrno(t, err, syscall.EBADF, "read on O_WRONLY")
-		f.Close()
-	})
+	t.Run("CreateExcl", func(t *testing.T) { filesCreateExcl(t, m) })
+	t.Run("CreateExisting", func(t *testing.T) { filesCreateExisting(t, m) })
+	t.Run("OpenMissing", func(t *testing.T) { filesOpenMissing(t, m) })
+	t.Run("Trunc", func(t *testing.T) { filesTrunc(t, m) })
+	t.Run("Append", func(t *testing.T) { filesAppend(t, m) })
+	t.Run("AppendTwoHandles", func(t *testing.T) { filesAppendTwoHandles(t, m) })
+	t.Run("ReadEOF", func(t *testing.T) { filesReadEOF(t, m) })
+	t.Run("WriteHole", func(t *testing.T) { filesWriteHole(t, m) })
+	t.Run("BadFD", func(t *testing.T) { filesBadFD(t, m) })
 	t.Run("FsyncFlushRelease", func(t *testing.T) { testFsync(t, m.Path("fsync"), m.Vol.ObjectFiles) })
+}
+
+func filesCreateExcl(t *testing.T, m *testutil.Mount) {
+	p := m.Path("excl")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+	ok(t, err, "create O_EXCL")
+	ok(t, f.Close(), "close")
+	if st := stat(t, p); st.Mode != syscall.S_IFREG|0o640 || st.Size != 0 || st.Nlink != 1 {
+		t.Errorf("new file: mode %o size %d nlink %d", st.Mode, st.Size, st.Nlink)
+	}
+	_, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o640)
+	wantErrno(t, err, syscall.EEXIST, "second O_CREAT|O_EXCL")
+}
+
+func filesCreateExisting(t *testing.T, m *testutil.Mount) {
+	p := m.Path("existing")
+	writeFile(t, p, []byte("keep me"), 0o600)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o777)
+	ok(t, err, "O_CREAT on existing")
+	ok(t, f.Close(), "close")
+	wantContent(t, p, []byte("keep me"))
+	if st := stat(t, p); st.Mode&0o777 != 0o600 {
+		t.Errorf("O_CREAT on existing changed mode to %o", st.Mode&0o777)
+	}
+}
+
+func filesOpenMissing(t *testing.T, m *testutil.Mount) {
+	_, err := os.Open(m.Path("missing"))
+	wantErrno(t, err, syscall.ENOENT, "open missing")
+}
+
+func filesTrunc(t *testing.T, m *testutil.Mount) {
+	p := m.Path("trunc")
+	writeFile(t, p, bytes.Repeat([]byte("a"), 100000), 0o644)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	ok(t, err, "open O_TRUNC")
+	if st := fstat(t, f); st.Size != 0 {
+		t.Errorf("size after O_TRUNC = %d", st.Size)
+	}
+	_, err = f.Write([]byte("new"))
+	ok(t, err, "write")
+	ok(t, f.Close(), "close")
+	wantContent(t, p, []byte("new"))
+}
+
+func filesAppend(t *testing.T, m *testutil.Mount) {
+	p := m.Path("append")
+	writeFile(t, p, []byte("abc"), 0o644)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	ok(t, err, "open O_APPEND")
+	_, err = f.Seek(0, io.SeekStart)
+	ok(t, err, "seek")
+	_, err = f.Write([]byte("def"))
+	ok(t, err, "write 1")
+	_, err = f.Write([]byte("ghi"))
+	ok(t, err, "write 2")
+	ok(t, f.Close(), "close")
+	wantContent(t, p, []byte("abcdefghi"))
+}
+
+func filesAppendTwoHandles(t *testing.T, m *testutil.Mount) {
+	p := m.Path("append2")
+	a, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	ok(t, err, "open a")
+	b, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	ok(t, err, "open b")
+	for i := 0; i < 50; i++ {
+		_, err = a.Write([]byte("A"))
+		ok(t, err, "write a")
+		_, err = b.Write([]byte("B"))
+		ok(t, err, "write b")
+	}
+	ok(t, a.Close(), "close a")
+	ok(t, b.Close(), "close b")
+	wantContent(t, p, bytes.Repeat([]byte("AB"), 50))
+}
+
+func filesReadEOF(t *testing.T, m *testutil.Mount) {
+	p := m.Path("eof")
+	writeFile(t, p, []byte("0123456789"), 0o644)
+	f, err := os.Open(p)
+	ok(t, err, "open")
+	defer f.Close()
+	buf := make([]byte, 20)
+	n, err := f.ReadAt(buf, 5)
+	if n != 5 || err != io.EOF || string(buf[:5]) != "56789" {
+		t.Errorf("ReadAt(5) = %d %v %q", n, err, buf[:n])
+	}
+	n, err = syscall.Pread(int(f.Fd()), buf, 10)
+	if n != 0 || err != nil {
+		t.Errorf("pread at EOF = %d %v, want 0 nil", n, err)
+	}
+	n, err = syscall.Pread(int(f.Fd()), buf, 1<<40)
+	if n != 0 || err != nil {
+		t.Errorf("pread far past EOF = %d %v, want 0 nil", n, err)
+	}
+}
+
+func filesWriteHole(t *testing.T, m *testutil.Mount) {
+	p := m.Path("hole")
+	f, err := os.Create(p)
+	ok(t, err, "create")
+	_, err = f.WriteAt([]byte("end"), 100000)
+	ok(t, err, "pwrite past EOF")
+	ok(t, f.Close(), "close")
+	want := make([]byte, 100003)
+	copy(want[100000:], "end")
+	wantContent(t, p, want)
+}
+
+func filesBadFD(t *testing.T, m *testutil.Mount) {
+	p := m.Path("badfd")
+	writeFile(t, p, []byte("x"), 0o644)
+	f, err := os.Open(p)
+	ok(t, err, "open")
+	_, err = syscall.Write(int(f.Fd()), []byte("y"))
+	wantErrno(t, err, syscall.EBADF, "write on O_RDONLY")
+	f.Close()
+	f, err = os.OpenFile(p, os.O_WRONLY, 0)
+	ok(t, err, "open")
+	_, err = syscall.Read(int(f.Fd()), make([]byte, 1))
+	wantErrno(t, err, syscall.EBADF, "read on O_WRONLY")
+	f.Close()
 }
 
 func testFsync(t *testing.T, p string, objects func(testing.TB) []string) {
