@@ -66,10 +66,24 @@ func (w want) matches(found *state) bool {
 type journal struct {
 	acked   map[string]state
 	pending map[string][]want // paths the in-flight operation touches
+	// uncertain: paths of operations that failed (a full store, say):
+	// they may hold any of their wants until the next verify, and the
+	// workload leaves them alone meanwhile.
+	uncertain map[string][]want
 }
 
 func newJournal() *journal {
-	return &journal{acked: map[string]state{}, pending: map[string][]want{}}
+	return &journal{acked: map[string]state{}, pending: map[string][]want{}, uncertain: map[string][]want{}}
+}
+
+// fail records that the operation in flight failed: its paths become
+// uncertain.
+func (j *journal) fail() {
+	for name, ws := range j.pending {
+		j.uncertain[name] = append(j.uncertain[name], ws...)
+		delete(j.acked, name)
+	}
+	j.pending = map[string][]want{}
 }
 
 // current returns the acknowledged state of name as a want.
@@ -114,7 +128,8 @@ func (j *journal) verify(dir string) []string {
 	for n := range j.acked {
 		names[n] = true
 	}
-	for n := range j.pending {
+	j.fail() // the operation in flight when the mount died
+	for n := range j.uncertain {
 		names[n] = true
 	}
 	sorted := make([]string, 0, len(names))
@@ -123,7 +138,7 @@ func (j *journal) verify(dir string) []string {
 	}
 	sort.Strings(sorted)
 	for _, n := range sorted {
-		ws, ok := j.pending[n]
+		ws, ok := j.uncertain[n]
 		if !ok {
 			ws = []want{j.current(n)}
 		}
@@ -135,7 +150,7 @@ func (j *journal) verify(dir string) []string {
 			problems = append(problems, fmt.Sprintf("%s: found %s, want one of %v", filepath.Join(dir, n), describe(f), ws))
 		}
 	}
-	j.acked, j.pending = found, map[string][]want{}
+	j.acked, j.pending, j.uncertain = found, map[string][]want{}, map[string][]want{}
 	return problems
 }
 

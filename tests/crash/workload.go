@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync/atomic"
+	"time"
 )
 
 // worker runs a random mix of operations in its own directory, journaling
@@ -17,6 +18,11 @@ type worker struct {
 	j   *journal
 	seq int
 	ops int // operations acknowledged this round
+	// tolerate: a failed operation is journaled as uncertain and the
+	// workload goes on (the store is expected to fail); otherwise the
+	// first failure ends run.
+	tolerate bool
+	failed   int // operations failed this round (with tolerate)
 }
 
 // run performs operations until one fails (the mount was killed) and
@@ -24,7 +30,13 @@ type worker struct {
 func (w *worker) run(stop *atomic.Bool) error {
 	for !stop.Load() {
 		if err := w.step(); err != nil {
-			return err
+			w.j.fail()
+			if !w.tolerate {
+				return err
+			}
+			w.failed++
+			time.Sleep(10 * time.Millisecond)
+			continue
 		}
 		w.ops++
 	}
