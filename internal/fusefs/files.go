@@ -69,6 +69,7 @@ func (fs *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 // Release implements fuse.RawFileSystem.
 func (fs *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	fs.releaseFlock(in)
+	fs.releaseOFD(in)
 	if err := fs.vfs.Release(ctx(&in.InHeader), vfs.Fh(in.Fh)); err != nil {
 		fs.status("release", err)
 	}

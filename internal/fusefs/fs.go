@@ -60,7 +60,7 @@ func (fs *FS) status(op string, err error) fuse.Status { return fs.errs.status(o
 func fillAttr(ino meta.Ino, a meta.Attr, out *fuse.Attr) {
 	out.Ino = uint64(ino)
 	out.Size = a.Length
-	out.Blocks = (a.Length + 511) / 512
+	out.Blocks = (blocksOf(a) + 511) / 512
 	out.Atime, out.Atimensec = split(a.Atime)
 	out.Mtime, out.Mtimensec = split(a.Mtime)
 	out.Ctime, out.Ctimensec = split(a.Ctime)
@@ -69,6 +69,15 @@ func fillAttr(ino meta.Ino, a meta.Attr, out *fuse.Attr) {
 	out.Uid, out.Gid = a.Uid, a.Gid
 	out.Rdev = a.Rdev
 	out.Blksize = 1 << 16
+}
+
+// blocksOf is the bytes st_blocks counts: a regular file's allocated data
+// (never more than its length), other inodes' length.
+func blocksOf(a meta.Attr) uint64 {
+	if a.Type == meta.TypeFile {
+		return min(a.Alloc, a.Length)
+	}
+	return a.Length
 }
 
 // split turns nanoseconds into the kernel's seconds and nanoseconds;

@@ -40,19 +40,25 @@ func (fs *FS) setLock(c context.Context, in *fuse.LkIn, wait bool) fuse.Status {
 	lk := fromFileLock(in.Lk)
 	err := fs.vfs.Setlk(c, ino, in.Owner, lk, wait)
 	if err == nil && lk.Type != meta.LockUnlock {
-		fs.posix.add(ino, in.Owner)
+		fs.posix.add(ino, in.Owner, in.Fh)
 	}
 	return fs.status("setlk", err)
 }
 
 // POSIX locks die with every close(2) of the file by their owner (the
 // process's file table), and the kernel keeps no record of FUSE locks, so
-// it only says so through the lock owner of FLUSH. posixOwners remembers
-// which (inode, owner) pairs took a lock through this mount, so that a
-// close costs an engine call only when there is a lock to drop.
+// it only says so through the lock owner of FLUSH. OFD locks are owned by
+// the open file description and die with its last close, which the kernel
+// reports only as RELEASE of the handle, without an owner: so each owner is
+// also remembered with the handle it locked through, and what is still held
+// at RELEASE (only OFD locks: FLUSH took the POSIX ones) is dropped then.
+// posixOwners remembers which (inode, owner) pairs took a lock through this
+// mount, so that a close costs an engine call only when there is a lock to
+// drop.
 type posixOwners struct {
 	mu   sync.Mutex
 	held map[posixOwner]bool
+	byFh map[uint64][]posixOwner // owners that locked through each handle
 }
 
 type posixOwner struct {
@@ -60,13 +66,33 @@ type posixOwner struct {
 	owner uint64
 }
 
-func (p *posixOwners) add(ino meta.Ino, owner uint64) {
+func (p *posixOwners) add(ino meta.Ino, owner, fh uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.held == nil {
-		p.held = map[posixOwner]bool{}
+		p.held, p.byFh = map[posixOwner]bool{}, map[uint64][]posixOwner{}
 	}
-	p.held[posixOwner{ino, owner}] = true
+	k := posixOwner{ino, owner}
+	if !p.held[k] {
+		p.held[k] = true
+		p.byFh[fh] = append(p.byFh[fh], k)
+	}
+}
+
+// takeHandle forgets the handle and returns the owners that locked through
+// it and still hold locks.
+func (p *posixOwners) takeHandle(fh uint64) []posixOwner {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []posixOwner
+	for _, k := range p.byFh[fh] {
+		if p.held[k] {
+			delete(p.held, k)
+			out = append(out, k)
+		}
+	}
+	delete(p.byFh, fh)
+	return out
 }
 
 // take forgets the pair and reports whether it was there.
@@ -92,6 +118,17 @@ func (fs *FS) releasePosix(in *fuse.FlushIn) {
 
 func fromFileLock(l fuse.FileLock) meta.Lock {
 	return meta.Lock{Type: l.Typ, Start: l.Start, End: l.End, Pid: l.Pid}
+}
+
+// releaseOFD drops the byte-range locks still held through a handle at its
+// last close: those of open-file-description (OFD) owners.
+func (fs *FS) releaseOFD(in *fuse.ReleaseIn) {
+	all := meta.Lock{Type: meta.LockUnlock, Start: 0, End: meta.LockEnd}
+	for _, k := range fs.posix.takeHandle(in.Fh) {
+		if err := fs.vfs.Setlk(ctx(&in.InHeader), k.ino, k.owner, all, false); err != nil {
+			fs.status("release OFD locks", err)
+		}
+	}
 }
 
 // releaseFlock drops a flock held through a closing file.
