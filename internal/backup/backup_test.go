@@ -132,3 +132,23 @@ func TestCompressRoundTrip(t *testing.T) {
 }
 
 var _ object.Store = memstore.New()
+
+func TestStartStop(t *testing.T) {
+	eng, store := newEngine(t, true), memstore.New()
+	stop := backup.Start(eng, store, time.Hour, 2, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		list, _ := backup.List(context.Background(), store)
+		if len(list) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no backup within 5s of Start on a store without backups")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if backup.IntervalFor("sqlite:///x/meta.db") != backup.DefaultInterval || backup.IntervalFor("postgres://h/db") != 0 {
+		t.Error("IntervalFor")
+	}
+}
