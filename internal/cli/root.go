@@ -50,7 +50,10 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newMountCmd(),
 		newUmountCmd(),
 		newStatusCmd(),
+		newFsckCmd(),
 		newGCCmd(),
+		newDumpCmd(),
+		newLoadCmd(),
 		newBenchCmd(),
 	)
 	return root
