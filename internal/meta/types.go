@@ -100,6 +100,10 @@ type Attr struct {
 	Length uint64 // file size; for a symlink, the target length
 	Rdev   uint32
 	Parent Ino // for a directory, its parent; 0 for other types
+	// Alloc is the number of bytes of a regular file that hold data (not
+	// holes): what st_blocks reports. Engines that cannot tell, and
+	// records written before it was kept, give the length.
+	Alloc uint64
 }
 
 // FullMode returns the attribute's mode with its S_IFMT bits.

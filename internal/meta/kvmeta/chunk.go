@@ -90,8 +90,11 @@ func (e *Engine) WriteChunk(ctx context.Context, ino meta.Ino, index uint32, s m
 			return err
 		}
 		if s.ID == 0 || !slices.Contains(ss, s) {
+			old := ss
 			ss = append(ss, s)
-			t.setChunk(ino, index, ss)
+			if err := t.setChunkAlloc(ino, index, old, ss); err != nil {
+				return err
+			}
 		}
 		if end := uint64(index)*meta.ChunkSize + uint64(s.Pos+s.Len); end > a.Length {
 			t.setLength(a, end)

@@ -118,7 +118,9 @@ func (t *txn) placeSpans(ino meta.Ino, a *meta.Attr, spans []span, delta int64) 
 		if err != nil {
 			return err
 		}
-		t.setChunk(ino, index, append(ss, added[index]...))
+		if err := t.setChunkAlloc(ino, index, ss, append(ss, added[index]...)); err != nil {
+			return err
+		}
 	}
 	for id, n := range refs {
 		if err := t.incref(id, n); err != nil {

@@ -75,10 +75,13 @@ func counterKey(name string) []byte { return append([]byte{kindCounter}, name...
 // attrVersion is the first byte of an attr record.
 const attrVersion = 1
 
-// attrLen is the encoded size of an attr record.
+// attrLen is the encoded size of an attr record up to its flags byte.
+// Records written since allocated bytes are kept (meta.Attr.Alloc) carry
+// them in 8 more bytes; older records end at the flags, and decode as
+// fully allocated (Alloc = Length).
 const attrLen = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 8 + 1
 
-// Attr record flags (the last byte): facts about an inode that save reads.
+// Attr record flags (byte attrLen-1): facts about an inode that save reads.
 const (
 	// flagXattrs: the inode has (or had) extended attributes, so deleting
 	// it must scan for them. Set by Setxattr, never cleared.
@@ -89,7 +92,7 @@ const (
 func encodeAttr(a *meta.Attr) []byte { return encodeAttrFlags(a, 0) }
 
 func encodeAttrFlags(a *meta.Attr, flags byte) []byte {
-	b := make([]byte, 0, attrLen)
+	b := make([]byte, 0, attrLen+8)
 	b = append(b, attrVersion, byte(a.Type))
 	b = be.AppendUint16(b, a.Mode)
 	b = be.AppendUint32(b, a.Uid)
@@ -101,7 +104,8 @@ func encodeAttrFlags(a *meta.Attr, flags byte) []byte {
 	b = be.AppendUint64(b, a.Length)
 	b = be.AppendUint32(b, a.Rdev)
 	b = be.AppendUint64(b, uint64(a.Parent))
-	return append(b, flags)
+	b = append(b, flags)
+	return be.AppendUint64(b, a.Alloc) // appended: older records end at the flags
 }
 
 // attrFlags returns the flags byte of an encoded attr record.
@@ -116,7 +120,7 @@ func decodeAttr(b []byte) (meta.Attr, error) {
 	if len(b) < attrLen || b[0] != attrVersion {
 		return meta.Attr{}, fmt.Errorf("bad attr record (%d bytes, version %d)", len(b), firstByte(b))
 	}
-	return meta.Attr{
+	a := meta.Attr{
 		Type:   meta.Type(b[1]),
 		Mode:   be.Uint16(b[2:]),
 		Uid:    be.Uint32(b[4:]),
@@ -128,7 +132,12 @@ func decodeAttr(b []byte) (meta.Attr, error) {
 		Length: be.Uint64(b[40:]),
 		Rdev:   be.Uint32(b[48:]),
 		Parent: meta.Ino(be.Uint64(b[52:])),
-	}, nil
+	}
+	a.Alloc = a.Length // a record from before Alloc was kept: assume all data
+	if len(b) >= attrLen+8 {
+		a.Alloc = be.Uint64(b[attrLen:])
+	}
+	return a, nil
 }
 
 func firstByte(b []byte) int {

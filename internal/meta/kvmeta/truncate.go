@@ -114,15 +114,18 @@ func (t *txn) punch(ino meta.Ino, off, end uint64) error {
 		}
 		first++
 	}
+	last := uint64(end / meta.ChunkSize) // first chunk not wholly covered
 	if end == noEnd {
-		return t.deleteChunks(ino, first, noEnd)
+		last = noEnd
 	}
-	last := uint32(end / meta.ChunkSize) // first chunk not wholly covered
-	if err := t.deleteChunks(ino, first, uint64(last)); err != nil {
+	if err := t.dropAlloc(ino, first, last); err != nil {
+		return err
+	}
+	if err := t.deleteChunks(ino, first, last); err != nil || end == noEnd {
 		return err
 	}
 	if p := uint32(end % meta.ChunkSize); p != 0 {
-		return t.punchChunk(ino, last, 0, p)
+		return t.punchChunk(ino, uint32(last), 0, p)
 	}
 	return nil
 }
@@ -152,7 +155,9 @@ func (t *txn) punchChunk(ino meta.Ino, index uint32, from, to uint32) error {
 	if onlyHoles(kept) {
 		kept = nil
 	}
-	t.setChunk(ino, index, kept)
+	if err := t.setChunkAlloc(ino, index, ss, kept); err != nil {
+		return err
+	}
 	return t.release(dropped)
 }
 

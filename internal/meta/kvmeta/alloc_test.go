@@ -1,0 +1,154 @@
+package kvmeta
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"shoal/internal/meta"
+)
+
+const mib = 1 << 20
+
+// TestAllocCounts follows the allocated bytes of a sparse file through
+// writes, overwrites, punch, zero range, copy and truncate.
+func TestAllocCounts(t *testing.T) {
+	e, _, ctx := newTestEngine(t)
+	f := mkfile(t, e, ctx, "img")
+	g := mkfile(t, e, ctx, "copy")
+	steps := []struct {
+		name string
+		op   func() error
+		ino  meta.Ino
+		want uint64
+	}{
+		{"truncate to 20 GiB", func() error { _, err := e.Truncate(ctx, f, 20<<30); return err }, f, 0},
+		{"write 4 MiB", func() error { return write(e, ctx, f, 1, 150*meta.ChunkSize+10, 4*mib) }, f, 4 * mib},
+		{"overwrite 1 MiB of it", func() error { return write(e, ctx, f, 2, 150*meta.ChunkSize+10, mib) }, f, 4 * mib},
+		{"write across a chunk end", func() error { return write(e, ctx, f, 3, 3*meta.ChunkSize-mib, 2*mib) }, f, 6 * mib},
+		{"punch 1 MiB", func() error {
+			_, err := e.Fallocate(ctx, f, fallocPunchHole|fallocKeepSize, 150*meta.ChunkSize+10, mib)
+			return err
+		}, f, 5 * mib},
+		{"zero range over the chunk end", func() error {
+			_, err := e.Fallocate(ctx, f, fallocZeroRange, 3*meta.ChunkSize-mib/2, mib)
+			return err
+		}, f, 4 * mib},
+		{"copy the whole file", func() error {
+			_, err := e.CopyFileRange(ctx, meta.CopyRequest{SrcIno: f, DstIno: g, Len: 20 << 30})
+			return err
+		}, g, 4 * mib},
+		{"the source is unchanged", func() error { return nil }, f, 4 * mib},
+		{"truncate the copy into its data", func() error { _, err := e.Truncate(ctx, g, 150*meta.ChunkSize+10+2*mib); return err }, g, 2 * mib},
+		{"truncate to zero", func() error { _, err := e.Truncate(ctx, f, 0); return err }, f, 0},
+	}
+	for _, s := range steps {
+		if err := s.op(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		a, err := e.Getattr(ctx, s.ino)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Alloc != s.want {
+			t.Errorf("%s: Alloc = %d, want %d", s.name, a.Alloc, s.want)
+		}
+		if full := recount(t, e, ctx, s.ino); a.Alloc != full {
+			t.Errorf("%s: Alloc = %d, but the chunks show %d", s.name, a.Alloc, full)
+		}
+	}
+}
+
+// TestAllocRandom checks the running count against a recount of the
+// chunks after random writes, punches, truncates and copies.
+func TestAllocRandom(t *testing.T) {
+	e, _, ctx := newTestEngine(t)
+	files := []meta.Ino{mkfile(t, e, ctx, "a"), mkfile(t, e, ctx, "b")}
+	r := rand.New(rand.NewPCG(1, 2))
+	const span = 3 * meta.ChunkSize
+	for i := range 400 {
+		ino := files[r.IntN(2)]
+		off, n := uint64(r.IntN(span)), uint64(1+r.IntN(8*mib))
+		var err error
+		switch r.IntN(5) {
+		case 0, 1:
+			err = write(e, ctx, ino, meta.SliceID(i+1), off, n)
+		case 2:
+			_, err = e.Fallocate(ctx, ino, fallocPunchHole|fallocKeepSize, off, n)
+		case 3:
+			_, err = e.Truncate(ctx, ino, off)
+		case 4:
+			_, err = e.CopyFileRange(ctx, meta.CopyRequest{SrcIno: files[0], SrcOff: off, DstIno: files[1], DstOff: uint64(r.IntN(span)), Len: n})
+		}
+		if err != nil {
+			t.Fatalf("op %d: %v", i, err)
+		}
+		for _, f := range files {
+			a, err := e.Getattr(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if full := recount(t, e, ctx, f); a.Alloc != full {
+				t.Fatalf("op %d: inode %d Alloc = %d, chunks show %d", i, f, a.Alloc, full)
+			}
+		}
+	}
+}
+
+// TestAllocOldRecord: an attr record from before Alloc was kept decodes as
+// fully allocated, and a new record keeps the count.
+func TestAllocOldRecord(t *testing.T) {
+	a := meta.Attr{Type: meta.TypeFile, Mode: 0o644, Length: 5 * mib, Alloc: mib}
+	b := encodeAttrFlags(&a, flagXattrs)
+	got, err := decodeAttr(b)
+	if err != nil || got != a || attrFlags(b) != flagXattrs {
+		t.Fatalf("round trip: %+v, %v, flags %d", got, err, attrFlags(b))
+	}
+	old, err := decodeAttr(b[:attrLen])
+	if err != nil || old.Alloc != old.Length || attrFlags(b[:attrLen]) != flagXattrs {
+		t.Fatalf("old record: %+v, %v", old, err)
+	}
+}
+
+func mkfile(t *testing.T, e *Engine, ctx context.Context, name string) meta.Ino {
+	t.Helper()
+	ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: name, Type: meta.TypeFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ent.Ino
+}
+
+// write commits one slice per chunk the range [off, off+n) touches.
+func write(e *Engine, ctx context.Context, ino meta.Ino, id meta.SliceID, off, n uint64) error {
+	var sliceOff uint32
+	for n > 0 {
+		index, pos := uint32(off/meta.ChunkSize), uint32(off%meta.ChunkSize)
+		l := uint32(min(n, meta.ChunkSize-uint64(pos)))
+		s := meta.Slice{ID: id, Size: uint32(min(n, meta.ChunkSize)), Off: sliceOff, Pos: pos, Len: l}
+		s.Size = max(s.Size, s.Off+s.Len)
+		if _, err := e.WriteChunk(ctx, ino, index, s); err != nil {
+			return err
+		}
+		off, n, sliceOff = off+uint64(l), n-uint64(l), sliceOff+l
+	}
+	return nil
+}
+
+// recount sums the visible data of every chunk of ino.
+func recount(t *testing.T, e *Engine, ctx context.Context, ino meta.Ino) uint64 {
+	t.Helper()
+	a, err := e.Getattr(ctx, ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for index := uint32(0); uint64(index)*meta.ChunkSize < a.Length; index++ {
+		ss, err := e.ReadChunk(ctx, ino, index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += visibleBytes(ss)
+	}
+	return n
+}
