@@ -2,6 +2,7 @@ package crash
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -13,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"shoal/internal/backup"
 	"shoal/internal/fsck"
+	"shoal/internal/object/objopen"
 	"shoal/internal/testutil"
+	"shoal/internal/volume"
 )
 
 // randomFile returns n random bytes from seed.
@@ -158,7 +162,8 @@ func mustDo(t *testing.T, err error) {
 
 // TestTruncatedDatabase truncates the SQLite file: fsck and mount fail
 // with a message that says the database is corrupt, and the volume comes
-// back from the automatic backup with shoal load.
+// back from an automatic backup with shoal load, both from the backup's
+// plain file in the bucket and fetched as the store's latest backup.
 func TestTruncatedDatabase(t *testing.T) {
 	vol := testutil.NewVolume(t)
 	m := vol.Mount(t)
@@ -168,8 +173,7 @@ func TestTruncatedDatabase(t *testing.T) {
 	}
 	m.Unmount(t)
 	dbFile := strings.TrimPrefix(vol.MetaURL, "sqlite://")
-	backupFile := filepath.Join(vol.Dir, "good.dump.zst")
-	testutil.MustRun(t, "dump", "--progress=never", vol.MetaURL, backupFile)
+	key := takeBackup(t, vol)
 	fi, err := os.Stat(dbFile)
 	mustDo(t, err)
 	mustDo(t, os.Truncate(dbFile, fi.Size()/2))
@@ -183,8 +187,12 @@ func TestTruncatedDatabase(t *testing.T) {
 		t.Errorf("mount of a truncated database: exit %d\n%s", res.Code, res.Stderr)
 	}
 
+	// The backup object is a plain file in the bucket: load reads it
+	// directly, or fetches the newest from the store.
+	plain := "sqlite://" + filepath.Join(vol.Dir, "plain.db")
+	testutil.MustRun(t, "load", "--progress=never", plain, filepath.Join(vol.Bucket, key))
 	restored := "sqlite://" + filepath.Join(vol.Dir, "restored.db")
-	testutil.MustRun(t, "load", "--progress=never", restored, backupFile)
+	testutil.MustRun(t, "load", "--progress=never", "--bucket", vol.Bucket, restored, "latest")
 	rv := &testutil.Volume{Dir: vol.Dir, MetaURL: restored, Bucket: vol.Bucket, Mountpoint: vol.Mountpoint}
 	m = rv.Mount(t)
 	for i := range 50 {
@@ -197,4 +205,19 @@ func TestTruncatedDatabase(t *testing.T) {
 	if rep, res := runFsck(t, restored); res.Code != 0 || len(rep.Damaged) > 0 {
 		t.Errorf("fsck of the restored volume: exit %d: %s", res.Code, res.Stdout)
 	}
+}
+
+// takeBackup stores one automatic backup of vol, as a mount would, and
+// returns its key.
+func takeBackup(t *testing.T, vol *testutil.Volume) string {
+	t.Helper()
+	ctx := context.Background()
+	eng, f, err := volume.Load(ctx, vol.MetaURL)
+	mustDo(t, err)
+	defer eng.Close()
+	store, err := objopen.Open(ctx, f.Storage, f.Bucket)
+	mustDo(t, err)
+	key, err := backup.Once(ctx, eng, store)
+	mustDo(t, err)
+	return key
 }
