@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"shoal/internal/backup"
 	"shoal/internal/data"
 	"shoal/internal/fusefs"
 	"shoal/internal/meta"
@@ -37,6 +39,8 @@ type mountOptions struct {
 	strict          bool
 	heartbeat       time.Duration
 	sessionTimeout  time.Duration
+	backupInterval  time.Duration // -1: the engine's default
+	backupKeep      int
 }
 
 func (o *mountOptions) register(cmd *cobra.Command) {
@@ -51,6 +55,8 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.BoolVar(&o.strict, "strict", false, "no kernel caching of names, attributes or pages: every open and stat asks the engine (slower; for workloads that poll files other machines change)")
 	fl.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "how often this mount tells the engine it is alive")
 	fl.DurationVar(&o.sessionTimeout, "session-timeout", 60*time.Second, "how long a silent mount lives before other mounts release its locks and unlinked files")
+	fl.DurationVar(&o.backupInterval, "backup-interval", -1, "how often to back up the metadata into the object store (meta-backup/); default 1h for SQLite, off for shared engines (back those up with their own tools or 'shoal dump'); 0 = off")
+	fl.IntVar(&o.backupKeep, "backup-keep", 24, "how many metadata backups to keep")
 	fl.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the mount process to this file (for diagnosing slowness)")
 	o.bufferSize, o.cacheSize = 256<<20, 256<<20
 	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
@@ -148,9 +154,27 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	}
 	stop := handleSignals(vol, srv, logger)
 	defer stop()
+	bctx, stopBackups := context.WithCancel(context.Background())
+	defer stopBackups()
+	go func() {
+		_ = backup.Run(bctx, vol.Engine, vol.Plain, backupInterval(metaURL, o.backupInterval), o.backupKeep, logger)
+	}()
 	srv.Wait()
 	logger.Info("unmounted; flushing and closing", "mountpoint", mp)
 	return vol.Close(context.Background())
+}
+
+// backupInterval resolves --backup-interval: by default hourly for the
+// embedded SQLite engine (whose file has no other backup), off for shared
+// engines.
+func backupInterval(metaURL string, flag time.Duration) time.Duration {
+	if flag >= 0 {
+		return flag
+	}
+	if strings.HasPrefix(metaURL, "sqlite") {
+		return time.Hour
+	}
+	return 0
 }
 
 // unmounter is what a signal needs of the FUSE server.

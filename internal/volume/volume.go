@@ -27,9 +27,12 @@ type Options struct {
 type Volume struct {
 	Format  meta.Format
 	Engine  meta.Engine
-	Objects object.Store
-	Data    *data.Store
-	FS      *vfs.FS
+	Objects object.Store // the block store: checksummed, retrying
+	// Plain is the same store without block checksums (retrying), for
+	// objects that are not blocks, such as metadata backups.
+	Plain object.Store
+	Data  *data.Store
+	FS    *vfs.FS
 }
 
 // OpenEngine connects to the metadata engine named by metaURL.
@@ -73,7 +76,8 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	// Retries sit under the checksums: a block is verified as it arrives
 	// from whichever attempt delivered it. Every format-1 volume checksums
 	// its blocks (docs/format.md).
-	objects = object.WithChecksum(object.WithRetry(objects, 5, 100*time.Millisecond))
+	plain := object.WithRetry(objects, 5, 100*time.Millisecond)
+	objects = object.WithChecksum(plain)
 	dc := opts.Data
 	dc.BlockSize = f.BlockSize
 	if dc.Logger == nil {
@@ -83,7 +87,7 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 		opts.VFS.Logger = opts.Logger
 	}
 	store := data.New(objects, dc)
-	return &Volume{Format: f, Engine: eng, Objects: objects, Data: store, FS: vfs.New(eng, store, opts.VFS)}, nil
+	return &Volume{Format: f, Engine: eng, Objects: objects, Plain: plain, Data: store, FS: vfs.New(eng, store, opts.VFS)}, nil
 }
 
 // Close flushes and closes every layer.
