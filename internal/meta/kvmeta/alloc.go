@@ -29,6 +29,22 @@ func visibleBytes(ss []meta.Slice) uint64 {
 	return n
 }
 
+// appendedAlloc is the change of a chunk's visible data when s is appended
+// to ss: only s's window changes, to all data (or, for a hole, none). One
+// painting of the window instead of two of the whole chunk.
+func appendedAlloc(ss []meta.Slice, s meta.Slice) int64 {
+	var before int64
+	for _, p := range meta.Resolve(ss, s.Pos, s.Len) {
+		if p.ID != 0 {
+			before += int64(p.Len)
+		}
+	}
+	if s.ID == 0 {
+		return -before
+	}
+	return int64(s.Len) - before
+}
+
 // setChunkAlloc replaces a chunk's list old with ss, adjusting ino's
 // allocated bytes.
 func (t *txn) setChunkAlloc(ino meta.Ino, index uint32, old, ss []meta.Slice) error {

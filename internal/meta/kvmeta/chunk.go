@@ -90,9 +90,10 @@ func (e *Engine) WriteChunk(ctx context.Context, ino meta.Ino, index uint32, s m
 			return err
 		}
 		if s.ID == 0 || !slices.Contains(ss, s) {
-			old := ss
+			delta := appendedAlloc(ss, s)
 			ss = append(ss, s)
-			if err := t.setChunkAlloc(ino, index, old, ss); err != nil {
+			t.setChunk(ino, index, ss)
+			if err := t.adjustAlloc(ino, delta); err != nil {
 				return err
 			}
 		}

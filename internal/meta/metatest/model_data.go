@@ -113,10 +113,14 @@ func (m *modelRun) copyRange(rt *rapid.T) {
 	}
 }
 
-// checkData compares a file's length and the bytes of both windows.
+// checkData compares a file's length, its allocated bytes (the data bytes
+// that are not holes) and the bytes of both windows.
 func (m *modelRun) checkData(rt *rapid.T, n *mnode, a meta.Attr) {
 	if a.Length != n.length {
 		rt.Fatalf("file %d: length %d, model %d", n.ino, a.Length, n.length)
+	}
+	if a.Alloc != uint64(len(n.labels)) {
+		rt.Fatalf("file %d: %d bytes allocated, model %d", n.ino, a.Alloc, len(n.labels))
 	}
 	chunks := map[uint32][]meta.Slice{}
 	for _, w := range modelWindows {
