@@ -113,6 +113,9 @@ func (c *checker) checkNonDir(ino meta.Ino, a meta.Attr, links uint32) {
 	if links > 0 && orphan {
 		c.problem(func(t *txn) error { return t.unmarkOrphan(ino) }, "inode %d has entries and an orphan mark", ino)
 	}
+	if a.Type == meta.TypeFile && len(c.vs.chunks[ino]) == 0 {
+		c.checkAlloc(ino, a, 0)
+	}
 	if a.Type == meta.TypeSymlink && !c.vs.symlinks[ino] {
 		c.problem(nil, "symlink %d has no target", ino)
 	}
@@ -140,13 +143,16 @@ func (c *checker) checkSlices() {
 			c.problem(func(t *txn) error { return t.deleteChunks(ino, 0, noEnd) }, "chunks of missing or non-file inode %d", ino)
 			continue
 		}
+		var visible uint64
 		for _, ch := range chunks {
+			visible += visibleBytes(ch.slices)
 			for _, s := range ch.slices {
 				if s.ID != 0 {
 					counts[s.ID]++
 				}
 			}
 		}
+		c.checkAlloc(ino, a, visible)
 	}
 	c.report.Slices = uint64(len(counts))
 	for id, n := range counts {
@@ -157,6 +163,15 @@ func (c *checker) checkSlices() {
 			c.problem(func(t *txn) error { t.tx.Delete(sliceKey(kindRefs, id)); return nil },
 				"slice %d has a reference count but no records (its objects are garbage)", id)
 		}
+	}
+}
+
+// checkAlloc compares a file's allocated bytes with its chunks' data
+// (checkNonDir covers files without chunks).
+func (c *checker) checkAlloc(ino meta.Ino, a meta.Attr, visible uint64) {
+	if a.Alloc != visible {
+		c.problem(setAttr(ino, func(a *meta.Attr) { a.Alloc = visible }),
+			"file %d: %d bytes allocated, chunks show %d", ino, a.Alloc, visible)
 	}
 }
 

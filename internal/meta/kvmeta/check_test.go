@@ -34,6 +34,7 @@ func TestCheckRepairs(t *testing.T) {
 
 	fAttr, _ := e.Getattr(ctx, f.Ino)
 	fAttr.Nlink = 5
+	fAttr.Alloc = 12345
 	dAttr, _ := e.Getattr(ctx, d.Ino)
 	dAttr.Parent = 12345
 	corrupt(t, e, func(tx kv.Tx) {
@@ -56,7 +57,7 @@ func TestCheckRepairs(t *testing.T) {
 	}
 	wants := []string{"nlink 5", "parent 12345", "inode 999 missing", "reference count 7",
 		"listed as freed", "missing inode 888", "is not reachable", "usage counters",
-		"locks of ended session 77", "session 78 lists inode 888", "lock records of missing inode 555"}
+		"locks of ended session 77", "12345 bytes allocated, chunks show 10", "session 78 lists inode 888", "lock records of missing inode 555"}
 	all := strings.Join(rep.Problems, "\n")
 	for _, w := range wants {
 		if !strings.Contains(all, w) {
