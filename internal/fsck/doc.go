@@ -37,6 +37,12 @@
 //     damaged slice loses those references). Without ZeroDamaged, damaged
 //     data is only reported: fsck never silently replaces file contents.
 //
+// What counts as damage (Report.Damage): metadata problems left
+// unrepaired, except usage counter drift (counters are deltas that lag on
+// a mounted volume and drift after a crash), and files that read a
+// damaged block. A damaged block that later writes or a zeroing repair
+// shadow everywhere is listed but harms no read.
+//
 // Leaked objects are garbage, not damage: fsck counts them and points at
 // `shoal gc`, which deletes them safely (with a grace period for live
 // writers). fsck itself deletes no object.
