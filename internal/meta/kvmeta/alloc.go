@@ -67,29 +67,3 @@ func (t *txn) adjustAlloc(ino meta.Ino, delta int64) error {
 	t.touch(ino)
 	return nil
 }
-
-// dropAlloc subtracts the visible data of ino's chunks [from, to) (to
-// may be noEnd), which the caller is about to delete.
-func (t *txn) dropAlloc(ino meta.Ino, from uint32, to uint64) error {
-	if uint64(from) >= to {
-		return nil
-	}
-	var freed uint64
-	var derr error
-	err := t.tx.Scan(inoKey(kindChunk, ino), chunkAfter(from), 0, func(key, value []byte) bool {
-		if uint64(chunkIndex(key)) >= to {
-			return false
-		}
-		ss, err := decodeSlices(value)
-		if err != nil {
-			derr = err
-			return false
-		}
-		freed += visibleBytes(ss)
-		return true
-	})
-	if err = firstErr(err, derr); err != nil {
-		return err
-	}
-	return t.adjustAlloc(ino, -int64(freed))
-}

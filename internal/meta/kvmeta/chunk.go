@@ -230,6 +230,12 @@ func (t *txn) decref(id meta.SliceID, size uint32, n int64) error {
 // deleteChunks deletes ino's chunks with index in [from, to), releasing
 // their references. to may be noEnd.
 func (t *txn) deleteChunks(ino meta.Ino, from uint32, to uint64) error {
+	return t.deleteChunksCounting(ino, from, to, nil)
+}
+
+// deleteChunksCounting is deleteChunks that also calls count with each
+// deleted chunk's slice list (to account allocated bytes).
+func (t *txn) deleteChunksCounting(ino meta.Ino, from uint32, to uint64, count func([]meta.Slice)) error {
 	if uint64(from) >= to {
 		return nil
 	}
@@ -247,6 +253,9 @@ func (t *txn) deleteChunks(ino meta.Ino, from uint32, to uint64) error {
 		}
 		keys = append(keys, key)
 		records = append(records, ss...)
+		if count != nil {
+			count(ss)
+		}
 		return true
 	})
 	if err = firstErr(err, derr); err != nil {

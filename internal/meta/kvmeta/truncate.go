@@ -118,10 +118,12 @@ func (t *txn) punch(ino meta.Ino, off, end uint64) error {
 	if end == noEnd {
 		last = noEnd
 	}
-	if err := t.dropAlloc(ino, first, last); err != nil {
-		return err
+	var freed uint64
+	err := t.deleteChunksCounting(ino, first, last, func(ss []meta.Slice) { freed += visibleBytes(ss) })
+	if err == nil {
+		err = t.adjustAlloc(ino, -int64(freed))
 	}
-	if err := t.deleteChunks(ino, first, last); err != nil || end == noEnd {
+	if err != nil || end == noEnd {
 		return err
 	}
 	if p := uint32(end % meta.ChunkSize); p != 0 {
