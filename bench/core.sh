@@ -151,7 +151,8 @@ main() {
 	build
 	setup
 	log "work dir $WORK ($(df -T "$WORK" | awk 'NR==2 {print $2 " on " $1}')), $(nproc) cpus, kernel $(uname -r)"
-	local phase r t
+	local phase r t load0
+	load0=$(cut -d' ' -f1-3 /proc/loadavg)
 	for phase in meta io hugedir; do
 		for ((r = 1; r <= ROUNDS; r++)); do
 			for t in $(order "$r"); do
@@ -163,6 +164,7 @@ main() {
 	echo
 	echo "Shoal core benchmark — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cpus, $(uname -r)"
 	echo "files=$FILES huge=$HUGE size=${MIB}MiB rounds=$ROUNDS work=$WORK"
+	echo "load average at start: $load0; at end: $(cut -d' ' -f1-3 /proc/loadavg) (high = other jobs: numbers are noisy)"
 	"$CB" report "$RESULTS"
 }
 
