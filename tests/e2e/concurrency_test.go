@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"shoal/internal/testutil"
 )
@@ -140,4 +142,52 @@ func TestConcurrentCreates(t *testing.T) {
 		}
 	}
 	checkListing(t, dir, want)
+}
+
+// TestSingleThreadedMount runs the mount process with GOMAXPROCS=1, where
+// a FUSE server that blocks a request on another request deadlocks (as
+// go-fuse documents), and drives it with parallel writers, readers,
+// listings and an mmap.
+func TestSingleThreadedMount(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "1") // inherited by the mount process
+	m := mountFresh(t)
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", m.PID()))
+	ok(t, err, "read mount environ")
+	if !strings.Contains(string(env), "\x00GOMAXPROCS=1\x00") && !strings.HasPrefix(string(env), "GOMAXPROCS=1\x00") {
+		t.Fatal("mount process does not run with GOMAXPROCS=1")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- writeAndVerify(m.Path(fmt.Sprintf("f%d", i)), randBytes(uint64(300+i), 2<<20+i), 16<<10)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := 0; k < 50; k++ {
+			if _, err := os.ReadDir(m.Dir); err != nil {
+				errs <- err
+				return
+			}
+		}
+		errs <- nil
+	}()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("operations did not finish within 2 minutes (deadlock?)")
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	testMmapRoundTrip(t, m.Path("mm"))
 }

@@ -67,3 +67,27 @@ func TestMmapExtend(t *testing.T) {
 	m = m.Remount(t)
 	wantContent(t, m.Path("grow"), want)
 }
+
+// testMmapRoundTrip writes a page pattern through a shared mapping of a new
+// file and reads it back with read(2).
+func testMmapRoundTrip(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.Create(p)
+	ok(t, err, "create")
+	defer f.Close()
+	ok(t, f.Truncate(256<<10), "ftruncate")
+	mem, err := unix.Mmap(int(f.Fd()), 0, 256<<10, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	ok(t, err, "mmap")
+	want := make([]byte, 256<<10)
+	for i := 0; i < len(want); i += 512 {
+		mem[i], want[i] = byte(i>>9), byte(i>>9)
+	}
+	ok(t, unix.Msync(mem, unix.MS_SYNC), "msync")
+	ok(t, unix.Munmap(mem), "munmap")
+	got := make([]byte, len(want))
+	_, err = f.ReadAt(got, 0)
+	ok(t, err, "read")
+	if !bytes.Equal(got, want) {
+		t.Errorf("mmap round trip: %s", diffSummary(got, want))
+	}
+}
