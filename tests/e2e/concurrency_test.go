@@ -191,3 +191,51 @@ func TestSingleThreadedMount(t *testing.T) {
 	}
 	testMmapRoundTrip(t, m.Path("mm"))
 }
+
+// TestListingDuringWrite lists a directory over and over while a file in
+// it is being written: the attributes a listing carries (READDIRPLUS) must
+// not hand the kernel an older size, or the writer's next stat or read
+// sees the file shrunk.
+func TestListingDuringWrite(t *testing.T) {
+	m := mountFresh(t)
+	stop := make(chan struct{})
+	listed := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				listed <- nil
+				return
+			default:
+			}
+			if _, err := os.ReadDir(m.Dir); err != nil {
+				listed <- err
+				return
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		if err := <-listed; err != nil {
+			t.Error(err)
+		}
+	}()
+	for round := 0; round < 5; round++ {
+		p := m.Path(fmt.Sprintf("w%d", round))
+		f, err := os.Create(p)
+		ok(t, err, "create")
+		piece := randBytes(uint64(round), 16<<10)
+		for i := 0; i < 128; i++ {
+			_, err := f.Write(piece)
+			ok(t, err, "write")
+			if st := fstat(t, f); st.Size != int64(i+1)*int64(len(piece)) {
+				f.Close()
+				t.Fatalf("round %d: after %d writes fstat size %d, want %d", round, i+1, st.Size, (i+1)*len(piece))
+			}
+		}
+		ok(t, f.Close(), "close")
+		if st := stat(t, p); st.Size != 128*16<<10 {
+			t.Fatalf("round %d: size after close %d, want %d", round, st.Size, 128*16<<10)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -133,7 +134,29 @@ func writeAndVerify(path string, want []byte, step int) error {
 		return err
 	}
 	if !bytes.Equal(got, want) {
-		return fmt.Errorf("%s: final content: %s", path, diffSummary(got, want))
+		return fmt.Errorf("%s: final content: %s%s", path, diffSummary(got, want), laterLook(path, want))
 	}
 	return nil
+}
+
+// laterLook describes path's size and content again after the kernel's
+// attribute cache (1 s by default) has expired: it tells a stale cached
+// size from lost data.
+func laterLook(path string, want []byte) string {
+	var st unix.Stat_t
+	errNow := unix.Stat(path, &st)
+	sizeNow := st.Size
+	time.Sleep(1500 * time.Millisecond)
+	got, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("; stat size right after: %d (%v); re-read after 1.5 s: %v", sizeNow, errNow, err)
+	}
+	verdict := "same"
+	if bytes.Equal(got, want) {
+		verdict = "now correct (a stale size or page cache, not lost data)"
+	} else {
+		verdict = diffSummary(got, want)
+	}
+	_ = unix.Stat(path, &st)
+	return fmt.Sprintf("; stat size right after: %d; after 1.5 s: size %d, re-read: %s", sizeNow, st.Size, verdict)
 }
