@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"shoal/internal/testutil"
 )
 
@@ -198,25 +200,48 @@ func TestSingleThreadedMount(t *testing.T) {
 // sees the file shrunk.
 func TestListingDuringWrite(t *testing.T) {
 	m := mountFresh(t)
+	testAttrsDuringWrite(t, m, func() error {
+		_, err := os.ReadDir(m.Dir)
+		return err
+	})
+}
+
+// TestStatDuringWrite is TestListingDuringWrite with another process-like
+// goroutine stat()ing the files being written (GETATTR and LOOKUP).
+func TestStatDuringWrite(t *testing.T) {
+	m := mountFresh(t)
+	testAttrsDuringWrite(t, m, func() error {
+		for round := 0; round < 5; round++ {
+			var st unix.Stat_t
+			_ = unix.Stat(m.Path(fmt.Sprintf("w%d", round)), &st)
+		}
+		return nil
+	})
+}
+
+// testAttrsDuringWrite writes files w0..w4 in 16 KiB pieces while peek runs
+// in a loop in another goroutine, and checks the size after every write
+// and after close.
+func testAttrsDuringWrite(t *testing.T, m *testutil.Mount, peek func() error) {
 	stop := make(chan struct{})
-	listed := make(chan error, 1)
+	peeked := make(chan error, 1)
 	go func() {
 		for {
 			select {
 			case <-stop:
-				listed <- nil
+				peeked <- nil
 				return
 			default:
 			}
-			if _, err := os.ReadDir(m.Dir); err != nil {
-				listed <- err
+			if err := peek(); err != nil {
+				peeked <- err
 				return
 			}
 		}
 	}()
 	defer func() {
 		close(stop)
-		if err := <-listed; err != nil {
+		if err := <-peeked; err != nil {
 			t.Error(err)
 		}
 	}()
