@@ -264,3 +264,39 @@ func testAttrsDuringWrite(t *testing.T, m *testutil.Mount, peek func() error) {
 		}
 	}
 }
+
+// TestAppendDuringListing appends to files while a listing loop runs: an
+// O_APPEND write lands at the kernel's idea of the size, so a stale size
+// from a listing would make appends overwrite earlier data.
+func TestAppendDuringListing(t *testing.T) {
+	m := mountFresh(t)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_, _ = os.ReadDir(m.Dir)
+			}
+		}
+	}()
+	for round := 0; round < 5; round++ {
+		p := m.Path(fmt.Sprintf("a%d", round))
+		var want []byte
+		for i := 0; i < 64; i++ {
+			piece := randBytes(uint64(round*1000+i), 8<<10)
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			ok(t, err, "open O_APPEND")
+			_, err = f.Write(piece)
+			ok(t, err, "append")
+			ok(t, f.Close(), "close")
+			want = append(want, piece...)
+		}
+		got := readFile(t, p)
+		if string(got) != string(want) {
+			t.Fatalf("round %d: appended file: %s%s", round, diffSummary(got, want), laterLook(p, want))
+		}
+	}
+}
