@@ -47,6 +47,15 @@ func TestXattr(t *testing.T) {
 		t.Errorf("getxattr big = %d %v", n, err)
 	}
 
+	max := bytes.Repeat([]byte{'m'}, 65536)
+	ok(t, unix.Setxattr(p, "user.max", max, 0), "setxattr 64 KiB value")
+	n, err = unix.Getxattr(p, "user.max", make([]byte, 65536))
+	if err != nil || n != len(max) {
+		t.Errorf("getxattr 64 KiB = %d %v", n, err)
+	}
+	wantErrno(t, unix.Setxattr(p, "user.toobig", make([]byte, 65537), 0), syscall.E2BIG, "setxattr 64 KiB + 1")
+	wantErrno(t, unix.Setxattr(p, "user."+strings.Repeat("n", 251), nil, 0), syscall.ERANGE, "xattr name of 256 bytes")
+	ok(t, unix.Removexattr(p, "user.max"), "removexattr max")
 	wantList(t, p, []string{"user.a", "user.b", "user.big"})
 	ok(t, unix.Removexattr(p, "user.b"), "removexattr")
 	wantErrno(t, unix.Removexattr(p, "user.b"), syscall.ENODATA, "removexattr again")
