@@ -1,10 +1,16 @@
 package e2e
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"shoal/internal/testutil"
 )
@@ -56,4 +62,62 @@ func testCloseToOpen(t *testing.T, a, b *testutil.Mount, wait time.Duration) {
 	ok(t, os.Remove(b.Path("n2")), "unlink")
 	time.Sleep(wait)
 	wantGone(t, a.Path("n2"))
+}
+
+// TestCrossMountRenameCycle races two mounts renaming a into b and b into
+// a at once: the kernel's rename lock cannot serialize them, so the engine
+// must refuse the second (EINVAL, or ENOENT once the first moved it) rather
+// than detach both directories from the tree in a cycle.
+func TestCrossMountRenameCycle(t *testing.T) {
+	a, b := twoMounts(t, "--attr-timeout", "0", "--entry-timeout", "0", "--negative-timeout", "0")
+	const rounds = 100
+	for i := 0; i < rounds; i++ {
+		ok(t, os.MkdirAll(a.Path(fmt.Sprintf("r%d", i), "x"), 0o755), "mkdir")
+		ok(t, os.MkdirAll(a.Path(fmt.Sprintf("r%d", i), "y"), 0o755), "mkdir")
+	}
+	var wg sync.WaitGroup
+	results := make([][2]error, rounds)
+	for i := 0; i < rounds; i++ {
+		r := fmt.Sprintf("r%d", i)
+		wg.Add(2)
+		go func() { defer wg.Done(); results[i][0] = os.Rename(a.Path(r, "x"), a.Path(r, "y", "x")) }()
+		go func() { defer wg.Done(); results[i][1] = os.Rename(b.Path(r, "y"), b.Path(r, "x", "y")) }()
+	}
+	wg.Wait()
+	both := 0
+	outcomes := map[string]int{}
+	for i := 0; i < rounds; i++ {
+		r := fmt.Sprintf("r%d", i)
+		if results[i][0] == nil && results[i][1] == nil {
+			both++
+		}
+		outcomes[fmt.Sprintf("%v / %v", errnoName(results[i][0]), errnoName(results[i][1]))]++
+		// Both directories must still be reachable from the root.
+		found := 0
+		_ = filepath.WalkDir(a.Path(r), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() && (d.Name() == "x" || d.Name() == "y") {
+				found++
+			}
+			return nil
+		})
+		if found != 2 {
+			t.Errorf("%s: %d of x, y reachable after racing renames (%v, %v)", r, found, results[i][0], results[i][1])
+		}
+	}
+	if both > 0 {
+		t.Errorf("%d of %d rounds let both renames succeed: a directory cycle", both, rounds)
+	}
+	t.Logf("outcomes (mount a / mount b): %v", outcomes)
+}
+
+// errnoName names err's errno, "ok" for nil.
+func errnoName(err error) string {
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.As(err, &errno):
+		return unix.ErrnoName(errno)
+	}
+	return err.Error()
 }
