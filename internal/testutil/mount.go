@@ -213,17 +213,32 @@ func (m *Mount) kill() {
 // waits up to the exit timeout for it to exit, returning its exit status.
 func (m *Mount) Signal(t testing.TB, sig syscall.Signal) error {
 	t.Helper()
+	m.Send(t, sig)
+	exited, err := m.Wait(exitTimeout)
+	if !exited {
+		t.Fatalf("mount process did not exit within %v of %v", exitTimeout, sig)
+	}
+	return err
+}
+
+// Send sends sig to the mount process and returns at once.
+func (m *Mount) Send(t testing.TB, sig syscall.Signal) {
+	t.Helper()
 	if err := m.cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("signal %v: %v", sig, err)
 	}
+}
+
+// Wait waits up to d for the mount process to exit and reports whether it
+// did, with its exit status. An exited mount needs no unmount.
+func (m *Mount) Wait(d time.Duration) (exited bool, err error) {
 	select {
 	case <-m.done:
 		m.stopped = true
 		unregister(m)
-		return m.waitErr
-	case <-time.After(exitTimeout):
-		t.Fatalf("mount process did not exit within %v of %v", exitTimeout, sig)
-		return nil
+		return true, m.waitErr
+	case <-time.After(d):
+		return false, nil
 	}
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,4 +56,38 @@ func TestUmountBusy(t *testing.T) {
 	ok(t, f.Close(), "close")
 	m = m.Remount(t)
 	wantContent(t, m.Path("open"), []byte("still here"))
+}
+
+// TestSIGTERMWithOpenFile stops the mount with SIGTERM while a file is open
+// with unflushed writes. The mount cannot unmount while the file is in
+// use; it must flush every buffered byte at once (a second mount of the
+// volume sees them), keep serving, and stop at the next signal once the
+// file is closed.
+func TestSIGTERMWithOpenFile(t *testing.T) {
+	a, b := twoMounts(t, "--attr-timeout", "0", "--entry-timeout", "0", "--negative-timeout", "0")
+	data := randBytes(84, 3<<20+11)
+	f, err := os.Create(a.Path("open"))
+	ok(t, err, "create")
+	_, err = f.Write(data)
+	ok(t, err, "write")
+	a.Send(t, syscall.SIGTERM)
+	exited, exitErr := a.Wait(5 * time.Second)
+	if exited {
+		t.Logf("mount exited at SIGTERM with a file open (%v)", exitErr)
+	} else {
+		wantContent(t, b.Path("open"), data) // flushed by the signal
+		_, err = f.WriteAt([]byte("more"), int64(len(data)))
+		ok(t, err, "write after SIGTERM (still serving)")
+		data = append(data, "more"...)
+	}
+	f.Close()
+	if !exited {
+		if err := a.Signal(t, syscall.SIGTERM); err != nil {
+			t.Errorf("second SIGTERM: exit %v", err)
+		}
+	}
+	if testutil.IsMounted(a.Dir) {
+		t.Error("still mounted after SIGTERM")
+	}
+	wantContent(t, b.Path("open"), data)
 }
