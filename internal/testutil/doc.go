@@ -20,7 +20,11 @@
 // the end. Mount processes are never left running: Cleanup waits for them
 // and fails the test if they do not exit.
 //
-// Import rules: testutil imports only the standard library and
-// golang.org/x/sys/unix, never a Shoal package, so it tests the binary the
-// way a user runs it and any package's tests may import it.
+//   - helper.go: RunHelper and HelperCmd re-run the test binary as a helper
+//     process (for example as uid 65534 for permission tests, or as extra
+//     writer processes), dispatched by Main.
+//
+// Import rules: testutil imports only the standard library, never a Shoal
+// package, so it tests the binary the way a user runs it and any package's
+// tests may import it.
 package testutil
