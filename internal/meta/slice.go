@@ -5,14 +5,19 @@ package meta
 // cover the window exactly, with holes (ID 0) where nothing was written.
 // Each piece keeps its slice's ID and Size; Off and Len are narrowed to the
 // visible part. Resolve does not modify slices.
+//
+// Slices are clipped to the window before they are painted, so the cost
+// grows with the slices that touch the window, not with the whole list: a
+// small read or commit in a chunk of a thousand random writes stays cheap.
 func Resolve(slices []Slice, pos, length uint32) []Slice {
+	end := pos + length
 	var painted []Slice
 	for _, s := range slices {
-		if s.Len > 0 {
-			painted = paint(painted, s)
+		from, to := max(s.Pos, pos), min(s.Pos+s.Len, end)
+		if from < to {
+			painted = paint(painted, cut(s, from, to))
 		}
 	}
-	end := pos + length
 	out := make([]Slice, 0, 4)
 	at := pos
 	for _, p := range painted {

@@ -83,3 +83,17 @@ func TestResolveModel(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkResolveSmallWindow resolves a 4 KiB window in a chunk of 4,096
+// random 4 KiB writes: the cost must follow the slices in the window.
+func BenchmarkResolveSmallWindow(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	var slices []Slice
+	for i := 0; i < 4096; i++ {
+		slices = append(slices, Slice{ID: SliceID(i + 1), Size: 4096, Len: 4096, Pos: uint32(rng.Intn(ChunkSize/4096)) * 4096})
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		Resolve(slices, uint32(i%(ChunkSize/4096))*4096, 4096)
+	}
+}
