@@ -125,7 +125,7 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 		Logger: logger,
 	})
 	if err != nil {
-		return err
+		return DatabaseHint(err, metaURL)
 	}
 	if o.strict {
 		o.attrTimeout, o.entryTimeout, o.negativeTimeout = 0, 0, 0

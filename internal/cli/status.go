@@ -21,7 +21,7 @@ func newStatusCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			eng, f, err := volume.Load(cmd.Context(), args[0])
 			if err != nil {
-				return err
+				return DatabaseHint(err, args[0])
 			}
 			defer eng.Close()
 			st, err := eng.Statfs(cmd.Context())
