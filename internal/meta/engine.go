@@ -195,3 +195,10 @@ type OpenTracker interface {
 	// regular file becomes an orphan).
 	SetOpenCheck(isOpen func(Ino) bool)
 }
+
+// Syncer is implemented by engines that can make every committed operation
+// durable against power loss on demand; the vfs calls it on fsync(2).
+// Engines whose commits are durable as they happen need not implement it.
+type Syncer interface {
+	Sync(ctx context.Context) error
+}

@@ -213,8 +213,18 @@ func (fs *FS) Flush(ctx context.Context, fh Fh) error {
 	return h.file.flush(ctx)
 }
 
-// Fsync makes all writes of the inode durable in the store and engine.
-func (fs *FS) Fsync(ctx context.Context, fh Fh) error { return fs.Flush(ctx, fh) }
+// Fsync makes all writes of the inode durable in the store and engine,
+// also against power loss: after the flush, an engine that commits lazily
+// to disk (meta.Syncer: SQLite's WAL) is synced.
+func (fs *FS) Fsync(ctx context.Context, fh Fh) error {
+	if err := fs.Flush(ctx, fh); err != nil {
+		return err
+	}
+	if s, ok := fs.engine.(meta.Syncer); ok {
+		return s.Sync(ctx)
+	}
+	return nil
+}
 
 // Release closes a handle; the inode's last one flushes and, for an
 // unlinked inode, purges it.

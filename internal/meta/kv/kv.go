@@ -84,3 +84,10 @@ func GetMany(tx Tx, keys [][]byte) ([][]byte, error) {
 	}
 	return out, nil
 }
+
+// Syncer is implemented by stores whose commits are not durable against
+// power loss until a sync (SQLite with synchronous=NORMAL). Sync returns
+// once every transaction committed before the call is durable.
+type Syncer interface {
+	Sync(ctx context.Context) error
+}
