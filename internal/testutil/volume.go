@@ -125,3 +125,17 @@ func (v *Volume) ObjectFiles(t testing.TB) []string {
 	}
 	return keys
 }
+
+// BlockObjects lists the data block objects in the volume's bucket
+// directory (keys under chunks/, see docs/format.md), leaving out other
+// objects such as metadata backups.
+func (v *Volume) BlockObjects(t testing.TB) []string {
+	t.Helper()
+	var keys []string
+	for _, k := range v.ObjectFiles(t) {
+		if strings.HasPrefix(filepath.ToSlash(k), "chunks/") {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}

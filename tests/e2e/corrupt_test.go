@@ -18,7 +18,7 @@ import (
 func TestMissingBlock(t *testing.T) {
 	m := mountFresh(t)
 	const size = 5 << 20 // block 0 is 4 MiB, block 1 is 1 MiB at offset 4 MiB
-	objs := func() []string { return m.Vol.ObjectFiles(t) }
+	objs := func() []string { return m.Vol.BlockObjects(t) }
 	writeObjs := func(name string, seed uint64) ([]byte, []string) {
 		before := objs()
 		data := randBytes(seed, size)

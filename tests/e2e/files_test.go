@@ -23,7 +23,7 @@ func TestFiles(t *testing.T) {
 	t.Run("ReadEOF", func(t *testing.T) { filesReadEOF(t, m) })
 	t.Run("WriteHole", func(t *testing.T) { filesWriteHole(t, m) })
 	t.Run("BadFD", func(t *testing.T) { filesBadFD(t, m) })
-	t.Run("FsyncFlushRelease", func(t *testing.T) { testFsync(t, m.Path("fsync"), m.Vol.ObjectFiles) })
+	t.Run("FsyncFlushRelease", func(t *testing.T) { testFsync(t, m.Path("fsync"), m.Vol.BlockObjects) })
 }
 
 func filesCreateExcl(t *testing.T, m *testutil.Mount) {
