@@ -20,8 +20,8 @@
 #   bash bench/vm.sh
 #   RUNTIME=10 FILL=512M bash bench/vm.sh      # quicker
 # Environment: RUNTIME seconds per job (20), SIZE image size (4G), FILL how
-#   much of it is written before the jobs (1G; that much disk is used per
-#   target, and deleted at the end), BENCH_DIR (work dir on the local disk;
+#   much of it is written before the jobs (1G; Shoal's bucket peaks at about
+#   6x that under the random writes; everything is deleted at the end), BENCH_DIR (work dir on the local disk;
 #   default /var/tmp/shoal-vmbench.PID), SHOAL_BIN (use this binary instead
 #   of building ./cmd/shoal), SHOAL_MOUNT_ARGS (extra mount flags), KEEP=1.
 set -euo pipefail
@@ -45,6 +45,19 @@ preflight() {
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio fuse3 >&2 || die "apt-get install fio fuse3 failed"
 	fi
 	[ -e /dev/fuse ] || die "no /dev/fuse"
+	check_space
+}
+
+# check_space refuses to start without room for both images and Shoal's
+# write amplification under random writes (compaction rewrites chunks;
+# the old objects are deleted later): about 8x FILL at peak.
+check_space() {
+	local fill_mib avail_mib
+	fill_mib=$(numfmt --from=iec "$FILL" | awk '{print int($1 / 1048576)}')
+	mkdir -p "$WORK"
+	avail_mib=$(df -Pm "$WORK" | awk 'NR == 2 {print $4}')
+	[ "$avail_mib" -ge $((fill_mib * 8)) ] ||
+		die "need $((fill_mib * 8)) MiB free under $WORK for FILL=$FILL, have $avail_mib (lower FILL)"
 }
 
 build() {
