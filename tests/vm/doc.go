@@ -20,11 +20,15 @@
 //   - netns_test.go: the hand-off again with the two mounts in separate
 //     network namespaces that reach PostgreSQL or Redis and MinIO over
 //     veth links and a bridge.
-//   - clone_test.go: cp --reflink=auto (copy_file_range) of a 20 GiB
-//     sparse template returns fast, stores no new objects, and writes to
-//     the copy leave the template unchanged.
-//   - sparse_test.go: preallocation=falloc, discard (punch hole) and what
-//     du (st_blocks) reports.
+//   - clone_test.go: copy_file_range, `qemu-img convert -C` and
+//     `cp --reflink=auto` of a 20 GiB sparse template return fast; the
+//     first two store no new objects (cp cannot share on FUSE: FICLONE
+//     never reaches the file system, and coreutils 9.1 then copies the
+//     data extents); writes to a copy leave the template unchanged.
+//   - sparse_test.go: preallocation=falloc/full/metadata, discard (punch
+//     hole), and du (st_blocks) following writes and discards.
+//   - ofd_test.go: F_OFD_SETLK/SETLKW/GETLK across mounts and between
+//     two descriptions of one process; release when a description closes.
 //   - direct_test.go: random aligned O_DIRECT writes and reads against an
 //     in-memory model, through the mount.
 //
