@@ -38,6 +38,11 @@ import (
 // "truncated" (ErrCorrupt). The CRC covers the segment index, so records
 // swapped or duplicated inside an object are caught too.
 //
+// The layout is an on-disk format: changing any of it (the segment size
+// included) makes a new version, and readers keep reading version 1, which
+// checksum_format_test.go pins byte for byte. A reader with another segment
+// size sees every block as "segment 0: checksum mismatch".
+//
 // Segment size: 16 KiB keeps a 4 KiB random read (VM images) at 4x read
 // amplification and about 5 µs of CRC, where 64 KiB segments doubled the
 // time of such a read from a file store; the trailers cost 0.07 % of the
