@@ -27,7 +27,7 @@ func (c *checker) findFiles(ctx context.Context) error {
 	if len(c.rep.Damaged) == 0 {
 		return nil
 	}
-	c.prog.set("finding files", 0, int64(len(c.rep.Damaged)))
+	c.prog.Set("finding files", 0, int64(len(c.rep.Damaged)))
 	files := map[meta.Ino]*File{}
 	for i := range c.rep.Damaged {
 		b := &c.rep.Damaged[i]
@@ -51,7 +51,7 @@ func (c *checker) findFiles(ctx context.Context) error {
 				f.Keys = append(f.Keys, b.Key)
 			}
 		}
-		c.prog.add(1)
+		c.prog.Add(1)
 	}
 	if err := c.findPaths(ctx, files); err != nil {
 		return err
@@ -152,7 +152,7 @@ func (c *checker) eachEntry(ctx context.Context, ino meta.Ino, fn func(meta.DirE
 // zeroDamaged punches the damaged ranges of every file into holes.
 func (c *checker) zeroDamaged(ctx context.Context) error {
 	ctx = admin(ctx)
-	c.prog.set("zeroing", 0, int64(len(c.rep.Files)))
+	c.prog.Set("zeroing", 0, int64(len(c.rep.Files)))
 	const punch = 0x02 | 0x01 // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
 	for i := range c.rep.Files {
 		f := &c.rep.Files[i]
@@ -163,7 +163,7 @@ func (c *checker) zeroDamaged(ctx context.Context) error {
 		}
 		f.Zeroed = true
 		c.rep.Repairs = append(c.rep.Repairs, fmt.Sprintf("zeroed %d damaged ranges of %s", len(f.Ranges), fileName(*f)))
-		c.prog.add(1)
+		c.prog.Add(1)
 	}
 	return nil
 }

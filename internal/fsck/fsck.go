@@ -181,7 +181,7 @@ func Run(ctx context.Context, eng meta.Engine, store object.Store, o Options) (*
 	c := &checker{eng: eng, ck: ck, sc: sc, raw: store, sums: object.WithChecksum(store),
 		o: o, rep: &Report{Verified: o.VerifyData}, prog: o.Progress}
 	err := c.run(ctx)
-	c.prog.set("done", 0, 0)
+	c.prog.Set("done", 0, 0)
 	if err == nil && len(c.rep.Failures) > 0 {
 		err = fmt.Errorf("fsck: %d blocks could not be checked, first: %s", len(c.rep.Failures), c.rep.Failures[0])
 	}
@@ -206,7 +206,7 @@ type checker struct {
 
 // run is the step outline of the package doc.
 func (c *checker) run(ctx context.Context) error {
-	c.prog.set("checking metadata", 0, 0)
+	c.prog.Set("checking metadata", 0, 0)
 	mr, err := c.ck.Check(ctx, c.o.Repair)
 	c.rep.Meta = mr
 	if err != nil {

@@ -29,7 +29,7 @@ type sliceRef struct {
 
 // readFreed loads the freed list.
 func (c *checker) readFreed(ctx context.Context) error {
-	c.prog.set("freed list", 0, 0)
+	c.prog.Set("freed list", 0, 0)
 	freed, err := c.eng.FreedSlices(ctx, 0)
 	if err != nil {
 		return fmt.Errorf("fsck: reading freed slices: %w", err)
@@ -43,11 +43,11 @@ func (c *checker) readFreed(ctx context.Context) error {
 
 // scan records every referenced slice and its holders.
 func (c *checker) scan(ctx context.Context) error {
-	c.prog.set("scanning slices", 0, 0)
+	c.prog.Set("scanning slices", 0, 0)
 	c.refs = map[meta.SliceID]*sliceRef{}
 	err := c.sc.ScanSlices(ctx, func(ino meta.Ino, index uint32, s meta.Slice) error {
 		c.rep.SliceRefs++
-		c.prog.add(1)
+		c.prog.Add(1)
 		r, ok := c.refs[s.ID]
 		if !ok {
 			r = &sliceRef{size: s.Size}
@@ -71,7 +71,7 @@ func (c *checker) scan(ctx context.Context) error {
 
 // list pages through the block objects and classifies each.
 func (c *checker) list(ctx context.Context) error {
-	c.prog.set("listing objects", 0, 0)
+	c.prog.Set("listing objects", 0, 0)
 	c.present = map[string]int64{}
 	after := ""
 	for {
@@ -82,7 +82,7 @@ func (c *checker) list(ctx context.Context) error {
 		for _, info := range infos {
 			c.classify(info)
 		}
-		c.prog.add(int64(len(infos)))
+		c.prog.Add(int64(len(infos)))
 		if len(infos) < listPage {
 			return nil
 		}

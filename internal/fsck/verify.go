@@ -32,7 +32,7 @@ func (c *checker) checkBlocks(ctx context.Context) error {
 			total += int64(j.size)
 		}
 	}
-	c.prog.set("checking blocks", 0, total)
+	c.prog.Set("checking blocks", 0, total)
 	var toRead []blockJob
 	for _, j := range jobs {
 		stored, ok := c.present[j.key]
@@ -48,9 +48,9 @@ func (c *checker) checkBlocks(ctx context.Context) error {
 			continue
 		}
 		if c.o.VerifyData {
-			c.prog.add(int64(j.size))
+			c.prog.Add(int64(j.size))
 		} else {
-			c.prog.add(1)
+			c.prog.Add(1)
 		}
 	}
 	return c.readAll(ctx, toRead)
@@ -92,7 +92,7 @@ func (c *checker) readAll(ctx context.Context, jobs []blockJob) error {
 					firstErr = rerr
 				}
 				mu.Unlock()
-				c.prog.add(int64(j.size))
+				c.prog.Add(int64(j.size))
 			}
 		}()
 	}

@@ -17,7 +17,7 @@ import (
 // show, after re-checking each: the block may have been deleted because
 // the slice was freed after the scan, which is not damage.
 func (c *collector) checkMissing(ctx context.Context) error {
-	c.prog.set("checking missing", 0, 0)
+	c.prog.Set("checking missing", 0, 0)
 	ids := make([]meta.SliceID, 0)
 	for id, r := range c.refs {
 		if int(r.found) < blocks(c.o.BlockSize, r.size) {
@@ -34,7 +34,7 @@ func (c *collector) checkMissing(ctx context.Context) error {
 			c.rep.Missing = append(c.rep.Missing, m)
 			c.rep.MissingN += len(m.Keys)
 		}
-		c.prog.add(1)
+		c.prog.Add(1)
 	}
 	return nil
 }
@@ -77,7 +77,7 @@ func (c *collector) deleteLeaked(ctx context.Context) error {
 	if err := c.confirm(ctx); err != nil {
 		return err
 	}
-	c.prog.set("deleting", 0, int64(len(c.leaked)))
+	c.prog.Set("deleting", 0, int64(len(c.leaked)))
 	c.deleteAll(ctx, c.leaked, &c.rep.Deleted)
 	return nil
 }
@@ -85,7 +85,7 @@ func (c *collector) deleteLeaked(ctx context.Context) error {
 // confirm scans the metadata again and spares leaked objects that are
 // blocks of a slice referenced now (see the package doc, step 5).
 func (c *collector) confirm(ctx context.Context) error {
-	c.prog.set("confirming", 0, 0)
+	c.prog.Set("confirming", 0, 0)
 	sizes := map[meta.SliceID]int64{} // -1: not referenced
 	for _, info := range c.leaked {
 		if b, ok := ParseKey(info.Key); ok {
@@ -93,7 +93,7 @@ func (c *collector) confirm(ctx context.Context) error {
 		}
 	}
 	err := c.sc.ScanSlices(ctx, func(_ meta.Ino, _ uint32, s meta.Slice) error {
-		c.prog.add(1)
+		c.prog.Add(1)
 		if _, ok := sizes[s.ID]; ok {
 			sizes[s.ID] = int64(s.Size)
 		}
@@ -137,7 +137,7 @@ func (c *collector) deleteAll(ctx context.Context, infos []object.Info, count *C
 				return
 			}
 			count.add(info.Size)
-			c.prog.add(1)
+			c.prog.Add(1)
 		}(info)
 	}
 	wg.Wait()
@@ -147,7 +147,7 @@ func (c *collector) deleteAll(ctx context.Context, infos []object.Info, count *C
 // deleteFreed deletes the listed objects of freed slices, then drops from
 // the freed list every freed slice none of whose deletes failed.
 func (c *collector) deleteFreed(ctx context.Context) error {
-	c.prog.set("deleting freed", 0, int64(len(c.freedObjs)))
+	c.prog.Set("deleting freed", 0, int64(len(c.freedObjs)))
 	failed := c.deleteAll(ctx, c.freedObjs, &c.rep.FreedDel)
 	bad := map[meta.SliceID]bool{}
 	for key := range failed {

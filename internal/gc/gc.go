@@ -171,7 +171,7 @@ func (c *collector) run(ctx context.Context) error {
 	if err := c.checkMissing(ctx); err != nil {
 		return err
 	}
-	c.prog.set("done", 0, 0)
+	c.prog.Set("done", 0, 0)
 	if c.o.DryRun {
 		return nil
 	}

@@ -63,7 +63,7 @@ func blockLen(blockSize int, size uint32, i int) int {
 
 // list pages through the block objects and classifies each.
 func (c *collector) list(ctx context.Context) error {
-	c.prog.set("listing objects", 0, 0)
+	c.prog.Set("listing objects", 0, 0)
 	after := ""
 	for {
 		infos, err := c.store.List(ctx, chunkPrefix, after, listPage)
@@ -73,7 +73,7 @@ func (c *collector) list(ctx context.Context) error {
 		for _, info := range infos {
 			c.classify(info)
 		}
-		c.prog.add(int64(len(infos)))
+		c.prog.Add(int64(len(infos)))
 		if len(infos) < listPage {
 			return nil
 		}

@@ -25,7 +25,7 @@ type ref struct {
 // clock sets T0 and the cut-off from the store's clock (a probe object's
 // ModTime), or the local clock in a dry run that cannot write the probe.
 func (c *collector) clock(ctx context.Context) error {
-	c.prog.set("clock", 0, 0)
+	c.prog.Set("clock", 0, 0)
 	t0, err := storeNow(ctx, c.store, c.log)
 	c.rep.Clock = "store"
 	if err != nil {
@@ -59,7 +59,7 @@ func storeNow(ctx context.Context, store object.Store, log *slog.Logger) (time.T
 
 // readFreed loads the freed list.
 func (c *collector) readFreed(ctx context.Context) error {
-	c.prog.set("freed list", 0, 0)
+	c.prog.Set("freed list", 0, 0)
 	freed, err := c.eng.FreedSlices(ctx, 0)
 	if err != nil {
 		return fmt.Errorf("gc: reading freed slices: %w", err)
@@ -74,11 +74,11 @@ func (c *collector) readFreed(ctx context.Context) error {
 
 // scan records every referenced slice, and counts orphans.
 func (c *collector) scan(ctx context.Context) error {
-	c.prog.set("scanning metadata", 0, 0)
+	c.prog.Set("scanning metadata", 0, 0)
 	c.refs = map[meta.SliceID]*ref{}
 	err := c.sc.ScanSlices(ctx, func(ino meta.Ino, index uint32, s meta.Slice) error {
 		c.rep.SliceRefs++
-		c.prog.add(1)
+		c.prog.Add(1)
 		r, ok := c.refs[s.ID]
 		if !ok {
 			c.refs[s.ID] = &ref{size: s.Size, ino: ino, chunk: index}
