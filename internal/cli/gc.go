@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -126,34 +125,7 @@ func gcDisplay(w io.Writer, mode string) (*progress.Display, error) {
 
 // trackGC shows p on d until the returned stop is called.
 func trackGC(d *progress.Display, p *gc.Progress) (stop func()) {
-	if d == nil {
-		return func() {}
-	}
-	var mu sync.Mutex
-	var last progress.State
-	finish := func(now time.Time) {
-		if last.Phase != "" {
-			last.End = now
-			d.PhaseDone(last)
-		}
-	}
-	d.Track("gc", func() (progress.State, bool) {
-		phase, done, total := p.Snapshot()
-		mu.Lock()
-		defer mu.Unlock()
-		if phase != last.Phase {
-			finish(time.Now())
-			last = progress.State{Phase: phase, Unit: "ops/s", Start: time.Now()}
-		}
-		last.Done, last.Total = done, total
-		return last, phase != ""
-	})
-	return func() {
-		d.Stop()
-		mu.Lock()
-		defer mu.Unlock()
-		finish(time.Now())
-	}
+	return trackPhases(d, "gc", p.Snapshot)
 }
 
 // printGC writes the report as text or JSON.
