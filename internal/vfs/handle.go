@@ -14,11 +14,15 @@ type handle struct {
 	file   *file
 	flags  uint32
 	reader *data.Reader
-	// direct: opened with O_DIRECT. Reads list the chunk's slices from the
-	// engine every time instead of the open-time cache, so a description
+	// direct: opened with O_DIRECT. Every read first asks the engine for
+	// the inode's mtime and length and drops the cached slice lists when
+	// they moved since this handle last looked (seen), so a description
 	// opened before another mount's fsync sees that data (the destination
 	// of a live migration opens the image before the source stops).
+	// Checking the attributes costs one small read; listing every chunk
+	// afresh would decode the whole slice list of a fragmented chunk.
 	direct bool
+	seen   stamp // guarded by file.mu
 }
 
 // OpenResult says how the kernel may cache an opened file.
@@ -127,8 +131,8 @@ func (fs *FS) Read(ctx context.Context, fh Fh, off uint64, buf []byte) (int, err
 	f.mu.Lock()
 	length, w := f.length, f.writer
 	f.mu.Unlock()
-	if h.direct && off+uint64(len(buf)) > length {
-		if length, err = fs.directLength(ctx, f); err != nil {
+	if h.direct {
+		if length, err = fs.directCheck(ctx, h); err != nil {
 			return 0, err
 		}
 	}
@@ -153,11 +157,7 @@ func (fs *FS) Read(ctx context.Context, fh Fh, off uint64, buf []byte) (int, err
 // list if a block is gone (the list was stale).
 func (fs *FS) readChunk(ctx context.Context, h *handle, w *data.Writer, index, pos uint32, part []byte) error {
 	for attempt := 0; ; attempt++ {
-		list := h.file.chunk
-		if h.direct {
-			list = h.file.chunkFresh
-		}
-		_, err := h.reader.ReadThrough(ctx, w, index, list, pos, part)
+		_, err := h.reader.ReadThrough(ctx, w, index, h.file.chunk, pos, part)
 		if err == nil || attempt > 0 || !isMissingObject(err) {
 			return err
 		}
@@ -165,22 +165,28 @@ func (fs *FS) readChunk(ctx context.Context, h *handle, w *data.Writer, index, p
 	}
 }
 
-// directLength is the file's length for a direct read near its end: the
-// engine's, or this mount's own if it has written further.
-func (fs *FS) directLength(ctx context.Context, f *file) (uint64, error) {
+// directCheck starts a direct read: it drops the file's cached slice
+// lists if the engine's mtime or length moved since h last looked, and
+// returns the length to read against (the engine's, or this mount's own
+// if it has written further).
+func (fs *FS) directCheck(ctx context.Context, h *handle) (uint64, error) {
+	f := h.file
 	attr, err := fs.engine.Getattr(ctx, f.ino)
 	if err != nil {
 		return 0, err
 	}
+	now := stamp{attr.Mtime, attr.Length}
+	f.mu.Lock()
+	changed := h.seen != now
+	f.mu.Unlock()
+	if changed {
+		f.forgetChunks(0)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	h.seen = now
 	f.length = max(f.length, attr.Length)
 	return f.length, nil
-}
-
-// chunkFresh lists chunk index from the engine, bypassing the cache.
-func (f *file) chunkFresh(ctx context.Context, index uint32) ([]meta.Slice, error) {
-	return f.fs.engine.ReadChunk(ctx, f.ino, index)
 }
 
 // Write writes p at off (the kernel resolves O_APPEND offsets).
