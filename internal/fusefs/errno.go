@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"shoal/internal/meta"
 )
 
 // errnoMapper turns errors into FUSE statuses, logging each distinct
@@ -19,14 +22,15 @@ type errnoMapper struct {
 }
 
 // status maps err: nil → OK; a syscall.Errno anywhere in the chain → that
-// errno; a canceled context → EINTR; anything else → EIO, logged once
-// with its full chain.
+// errno, unless it comes from the network (ECONNREFUSED from a server
+// that is down is no answer for a file operation); a canceled context →
+// EINTR; anything else → EIO, logged once with its full chain.
 func (m *errnoMapper) status(op string, err error) fuse.Status {
 	if err == nil {
 		return fuse.OK
 	}
 	var errno syscall.Errno
-	if errors.As(err, &errno) {
+	if errors.As(err, &errno) && !unreachable(err) {
 		return fuse.Status(errno)
 	}
 	if errors.Is(err, context.Canceled) {
@@ -34,6 +38,13 @@ func (m *errnoMapper) status(op string, err error) fuse.Status {
 	}
 	m.logOnce(op, err)
 	return fuse.EIO
+}
+
+// unreachable reports whether err is a failure to reach the engine or the
+// object store rather than an answer about the file.
+func unreachable(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, meta.ErrUnavailable) || errors.As(err, &netErr)
 }
 
 func (m *errnoMapper) logOnce(op string, err error) {
