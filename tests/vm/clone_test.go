@@ -101,11 +101,11 @@ func TestTemplateClone(t *testing.T) {
 	}
 }
 
-// bucketBytes is the total size of the volume's objects.
+// bucketBytes is the total size of the volume's data block objects.
 func bucketBytes(t *testing.T, v *testutil.Volume) int64 {
 	t.Helper()
 	var n int64
-	for _, key := range v.ObjectFiles(t) {
+	for _, key := range v.BlockObjects(t) {
 		st, err := os.Stat(filepath.Join(v.Bucket, key))
 		if err != nil {
 			t.Fatal(err)
