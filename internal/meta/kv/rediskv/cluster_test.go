@@ -67,11 +67,22 @@ func startCluster(t *testing.T, n int) []string {
 	if out, err := exec.Command(cli, append(args, "--cluster-yes")...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
+	// Every node must see the whole cluster: one node saying ok while
+	// another still gossips gives CLUSTERDOWN to the first client requests.
+	want := fmt.Sprintf("cluster_known_nodes:%d", n)
+	for _, a := range addrs {
+		waitFor(t, "cluster state ok on "+a, func() bool {
+			out, err := exec.Command(cli, "-u", "redis://"+a, "cluster", "info").Output()
+			info := string(out)
+			return err == nil && strings.Contains(info, "cluster_state:ok") &&
+				strings.Contains(info, "cluster_slots_ok:16384") && strings.Contains(info, want)
+		})
+	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	defer c.Close()
-	waitFor(t, "cluster state ok", func() bool {
-		info, err := c.ClusterInfo(context.Background()).Result()
-		return err == nil && strings.Contains(info, "cluster_state:ok") && c.Ping(context.Background()).Err() == nil
+	waitFor(t, "cluster serving", func() bool {
+		ctx := context.Background()
+		return c.Set(ctx, "{shoal}probe", "1", 0).Err() == nil && c.Ping(ctx).Err() == nil
 	})
 	return addrs
 }
