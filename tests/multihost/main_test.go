@@ -9,6 +9,7 @@ import (
 
 func TestMain(m *testing.M) {
 	testutil.RegisterHelper("locker", helperLocker)
+	testutil.RegisterHelper("workload", helperWorkload)
 	code := testutil.Main(m)
 	stopDedicatedServers()
 	os.Exit(code)
