@@ -199,7 +199,7 @@ func freePort(t *testing.T, host string) int {
 }
 
 // startPostgres runs a fresh PostgreSQL cluster on host. Clients from the
-// test's namespaces (10.213.0.0/24) and loopback connect without password.
+// test's namespaces (10.213.0.0/16) and loopback connect without password.
 func startPostgres(t *testing.T, host string) *server {
 	t.Helper()
 	bin := pgBinDir(t)
@@ -224,7 +224,7 @@ func startPostgres(t *testing.T, host string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintln(hba, "host all all 10.213.0.0/24 trust")
+	fmt.Fprintln(hba, "host all all 10.213.0.0/16 trust")
 	hba.Close()
 	s.argv = []string{filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(s.port),
 		"-c", "listen_addresses=" + host, "-c", "unix_socket_directories=", "-c", "fsync=off",
