@@ -42,9 +42,10 @@ func (m *errnoMapper) status(op string, err error) fuse.Status {
 
 // unreachable reports whether err is a failure to reach the engine or the
 // object store rather than an answer about the file.
+// (Not net.Error: a bare syscall.Errno implements it too.)
 func unreachable(err error) bool {
-	var netErr net.Error
-	return errors.Is(err, meta.ErrUnavailable) || errors.As(err, &netErr)
+	var opErr *net.OpError
+	return errors.Is(err, meta.ErrUnavailable) || errors.As(err, &opErr)
 }
 
 func (m *errnoMapper) logOnce(op string, err error) {
