@@ -104,9 +104,9 @@ func busyRestart(t *testing.T, v *testutil.Volume, restart func()) {
 // each close waits for the mount to flush to the server being started.
 type workload struct {
 	writeDir, readDir string
-	cmd            *exec.Cmd
-	stdin          io.WriteCloser
-	done           chan struct{} // the report reader finished
+	cmd               *exec.Cmd
+	stdin             io.WriteCloser
+	done              chan struct{} // the report reader finished
 
 	mu      sync.Mutex
 	acked   []int          // files whose fsync and close succeeded
