@@ -176,7 +176,7 @@ cleanup() {
 	set +e
 	umount_all
 	for n in 1 "$MOUNTS"; do
-		if [ -n "${PSQL:-}" ]; then "$PSQL" -X -q "$SHOAL_TEST_PG" -c "DROP SCHEMA IF EXISTS ${RUN}_$n CASCADE" >/dev/null; fi
+		if [ -n "${PSQL:-}" ]; then PGOPTIONS=--client-min-messages=warning "$PSQL" -X -q "$SHOAL_TEST_PG" -c "DROP SCHEMA IF EXISTS ${RUN}_$n CASCADE" >/dev/null; fi
 		if [ -n "${SHOAL_TEST_REDIS:-}" ]; then
 			redis-cli -u "$SHOAL_TEST_REDIS" --scan --pattern "{${RUN}_$n}*" | xargs -r -n 500 redis-cli -u "$SHOAL_TEST_REDIS" del >/dev/null
 		fi
