@@ -74,6 +74,13 @@ func (fs *FS) Setattr(ctx context.Context, ino meta.Ino, req SetattrRequest) (me
 		}
 	}
 	if req.Valid != 0 {
+		// Explicit times must not be overwritten by the commit of writes
+		// made before them: commit those first.
+		if f := fs.openFile(ino); f != nil && req.Valid&(meta.SetMtime|meta.SetMtimeNow) != 0 {
+			if err := f.flush(ctx); err != nil {
+				return meta.Attr{}, err
+			}
+		}
 		if attr, err = fs.engine.Setattr(ctx, ino, req.SetattrRequest); err != nil {
 			return meta.Attr{}, err
 		}
