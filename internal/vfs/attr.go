@@ -19,11 +19,14 @@ func (fs *FS) Lookup(ctx context.Context, parent meta.Ino, name string) (meta.En
 	if name == "." || name == ".." {
 		return fs.lookupDot(ctx, parent, name)
 	}
+	open := fs.pendingAll()
 	e, err := fs.engine.Lookup(ctx, parent, name)
 	if err != nil {
 		return meta.Entry{}, err
 	}
-	fs.overlay(e.Ino, &e.Attr)
+	if p, ok := open[e.Ino]; ok {
+		p.apply(&e.Attr)
+	}
 	return e, nil
 }
 
@@ -44,18 +47,47 @@ func (fs *FS) lookupDot(ctx context.Context, dir meta.Ino, name string) (meta.En
 
 // Getattr returns ino's attributes, with this mount's pending writes.
 func (fs *FS) Getattr(ctx context.Context, ino meta.Ino) (meta.Attr, error) {
+	p, open := fs.pendingOf(ino)
 	attr, err := fs.engine.Getattr(ctx, ino)
 	if err != nil {
 		return meta.Attr{}, err
 	}
-	fs.overlay(ino, &attr)
+	if open {
+		p.apply(&attr)
+	}
 	return attr, nil
 }
 
+// overlay applies this mount's current view of ino, for attributes the
+// engine returned from an operation this mount made itself.
 func (fs *FS) overlay(ino meta.Ino, a *meta.Attr) {
-	if f := fs.openFile(ino); f != nil {
-		f.overlay(a)
+	if p, ok := fs.pendingOf(ino); ok {
+		p.apply(a)
 	}
+}
+
+// pendingOf captures the pending view of ino if this mount has it open.
+func (fs *FS) pendingOf(ino meta.Ino) (pending, bool) {
+	if f := fs.openFile(ino); f != nil {
+		return f.pending(), true
+	}
+	return pending{}, false
+}
+
+// pendingAll captures the pending view of every file this mount has open
+// (for reads that learn the inode numbers only from the engine).
+func (fs *FS) pendingAll() map[meta.Ino]pending {
+	fs.mu.Lock()
+	files := make([]*file, 0, len(fs.files))
+	for _, f := range fs.files {
+		files = append(files, f)
+	}
+	fs.mu.Unlock()
+	out := make(map[meta.Ino]pending, len(files))
+	for _, f := range files {
+		out[f.ino] = f.pending()
+	}
+	return out
 }
 
 // Setattr changes size, mode, owner and times.

@@ -8,20 +8,27 @@ import (
 	"shoal/internal/meta"
 )
 
-// readdirPage is how many entries one engine call returns.
-const readdirPage = 1000
+// readdirPage is how many entries one engine call returns for a plain
+// readdir; plusPage for readdirplus, whose attributes must be read afresh
+// for every kernel request (see fill).
+const (
+	readdirPage = 1000
+	plusPage    = 64
+)
 
 // dirStream is an open directory: a window of entries fetched page by page,
 // so a directory of millions of entries is never held whole. Offsets are
 // positions: 0 is ".", 1 is "..", 2 the first entry; an entry's next offset
 // is its position plus one.
 type dirStream struct {
-	mu     sync.Mutex
-	ino    meta.Ino
-	parent meta.Ino
-	start  uint64 // offset of page[0]
-	page   []meta.DirEntry
-	done   bool // the page ends the directory
+	mu       sync.Mutex
+	ino      meta.Ino
+	parent   meta.Ino
+	start    uint64 // offset of page[0]
+	page     []meta.DirEntry
+	before   string // name of the entry just before page[0] ("" at the start)
+	done     bool   // the page ends the directory
+	withAttr bool   // the page was read with attributes during this request
 }
 
 // Opendir opens a directory for reading.
@@ -68,6 +75,11 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plus bool, add fun
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.withAttr = false // attributes read for an earlier request are stale
+	var open map[meta.Ino]pending
+	if plus {
+		open = fs.pendingAll() // before the engine is read: see pending
+	}
 	if off == 0 && !add(meta.DirEntry{Name: ".", Ino: d.ino, Type: meta.TypeDir}, 1) {
 		return nil
 	}
@@ -87,7 +99,7 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plus bool, add fun
 		for i := off - d.start; i < uint64(len(d.page)); i++ {
 			e := d.page[i]
 			if plus {
-				a, err := fs.entryAttr(ctx, e)
+				a, err := fs.entryAttr(ctx, e, open)
 				if err != nil {
 					continue // removed since the page was read
 				}
@@ -102,35 +114,60 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plus bool, add fun
 }
 
 // fill moves d's window so that it holds offset off, unless the directory
-// ends before it.
+// ends before it. For readdirplus the window is re-read with attributes
+// once per request: attributes cached from an earlier request could be
+// older than a change the kernel has seen since (an append), and the
+// kernel would take them as news (a shrunken size, which O_APPEND then
+// writes at). Attributes read after the request arrived are safe: the
+// kernel drops those older than its own changes.
 func (fs *FS) fill(ctx context.Context, d *dirStream, off uint64, plus bool) error {
 	if off < d.start {
-		d.start, d.page, d.done = 2, nil, false // rewind (seekdir back)
+		d.start, d.page, d.before, d.done = 2, nil, "", false // rewind (seekdir back)
 	}
 	for off >= d.start+uint64(len(d.page)) && !d.done {
-		after := ""
-		if n := len(d.page); n > 0 {
-			after = d.page[n-1].Name
-		} else if d.start > 2 {
-			return nil
-		}
-		page, err := fs.engine.Readdir(ctx, d.ino, after, readdirPage, plus)
-		if err != nil {
+		if err := fs.nextPage(ctx, d, plus); err != nil {
 			return err
 		}
-		d.start += uint64(len(d.page))
-		d.page = page
-		d.done = len(page) < readdirPage
 	}
+	if !plus || d.withAttr || off >= d.start+uint64(len(d.page)) {
+		return nil
+	}
+	if off > d.start {
+		d.before, d.page, d.start = d.page[off-d.start-1].Name, nil, off
+	} else {
+		d.page = nil
+	}
+	d.done = false
+	return fs.nextPage(ctx, d, plus)
+}
+
+// nextPage reads the page after d's window.
+func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
+	after, size := d.before, readdirPage
+	if n := len(d.page); n > 0 {
+		after = d.page[n-1].Name
+	}
+	if plus {
+		size = plusPage
+	}
+	page, err := fs.engine.Readdir(ctx, d.ino, after, size, plus)
+	if err != nil {
+		return err
+	}
+	d.start += uint64(len(d.page))
+	d.before, d.page, d.done, d.withAttr = after, page, len(page) < size, plus
 	return nil
 }
 
-// entryAttr returns a listed entry's attributes with pending writes.
-func (fs *FS) entryAttr(ctx context.Context, e meta.DirEntry) (meta.Attr, error) {
+// entryAttr returns a listed entry's attributes with the pending writes
+// captured before the listing was read.
+func (fs *FS) entryAttr(ctx context.Context, e meta.DirEntry, open map[meta.Ino]pending) (meta.Attr, error) {
 	if e.Attr == nil {
 		return fs.Getattr(ctx, e.Ino)
 	}
 	a := *e.Attr
-	fs.overlay(e.Ino, &a)
+	if p, ok := open[e.Ino]; ok {
+		p.apply(&a)
+	}
 	return a, nil
 }

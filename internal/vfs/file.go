@@ -186,15 +186,36 @@ func (f *file) forgetChunks(from uint32) {
 	f.mu.Unlock()
 }
 
-// overlay applies this mount's pending writes to attributes from the engine.
-func (f *file) overlay(a *meta.Attr) {
+// pending is this mount's unflushed view of an open file: its length and
+// the time of its last uncommitted write. It is captured BEFORE the engine
+// is read and applied after: a commit (and the release of the file) racing
+// with the read could otherwise leave a reply showing neither the pending
+// write nor its commit, and the kernel would take that older size as news
+// (an O_APPEND would then write over data).
+type pending struct {
+	length uint64
+	mtime  int64
+}
+
+// pending captures f's view.
+func (f *file) pending() pending {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.writer != nil && f.writer.Dirty() {
-		a.Length = max(a.Length, f.writer.Extent(), f.length)
-		if f.mtime > a.Mtime {
-			a.Mtime, a.Ctime = f.mtime, max(a.Ctime, f.mtime)
-		}
+	p := pending{length: f.length, mtime: f.mtime}
+	if f.writer != nil {
+		p.length = max(p.length, f.writer.Extent())
+	}
+	return p
+}
+
+// apply lays p over attributes read from the engine.
+func (p pending) apply(a *meta.Attr) {
+	if a.Type != meta.TypeFile {
+		return
+	}
+	a.Length = max(a.Length, p.length)
+	if p.mtime > a.Mtime {
+		a.Mtime, a.Ctime = p.mtime, max(a.Ctime, p.mtime)
 	}
 }
 
