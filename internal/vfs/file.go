@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"syscall"
 
@@ -130,8 +131,10 @@ func (f *file) flush(ctx context.Context) error {
 	if w == nil || !w.Dirty() {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, f.fs.cfg.FlushTimeout)
+	defer cancel()
 	if err := w.Flush(ctx); err != nil {
-		return err
+		return fmt.Errorf("vfs: flush inode %d: %w", f.ino, err)
 	}
 	f.mu.Lock()
 	f.mtime = 0
@@ -148,6 +151,8 @@ func (f *file) close(ctx context.Context) error {
 	if w == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, f.fs.cfg.FlushTimeout)
+	defer cancel()
 	return w.Close(ctx)
 }
 

@@ -20,6 +20,11 @@ type Config struct {
 	DeleteDelay time.Duration
 	// CleanInterval is how often freed slices are looked for. 0 means 2 s.
 	CleanInterval time.Duration
+	// FlushTimeout bounds how long close(2), fsync(2) and the flushes
+	// before truncate and unmount wait for the object store and engine;
+	// past it they fail with EIO and the data stays buffered for the
+	// next flush. 0 means 2 minutes.
+	FlushTimeout time.Duration
 	// Strict turns off page caching across opens: every open(2) drops
 	// the kernel's cached pages of the file.
 	Strict bool
@@ -33,6 +38,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DeleteDelay <= 0 {
 		c.DeleteDelay = 30 * time.Second
+	}
+	if c.FlushTimeout <= 0 {
+		c.FlushTimeout = 2 * time.Minute
 	}
 	if c.CleanInterval <= 0 {
 		c.CleanInterval = 2 * time.Second

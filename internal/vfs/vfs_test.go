@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"shoal/internal/data"
 	"shoal/internal/meta"
@@ -257,4 +259,35 @@ func TestLseekDataAndHoles(t *testing.T) {
 		}
 	}
 	fs.Release(ctx, fh)
+}
+
+// hangingStore never completes a Put until its context ends: an object
+// store that went away.
+type hangingStore struct{ *memstore.Store }
+
+func (h hangingStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestFlushIsBoundedWhenTheStoreHangs(t *testing.T) {
+	ctx := context.Background()
+	eng := kvmeta.New(memkv.New(), kvmeta.Options{})
+	if err := eng.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
+		t.Fatal(err)
+	}
+	store := data.New(hangingStore{memstore.New()}, data.Config{BlockSize: 64 << 10})
+	fs := vfs.New(eng, store, vfs.Config{FlushTimeout: 300 * time.Millisecond})
+	_, fh := create(t, fs, "f")
+	if _, err := fs.Write(ctx, fh, 0, []byte("data")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := fs.Fsync(ctx, fh)
+	if err == nil {
+		t.Fatal("fsync succeeded with a store that stores nothing")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("fsync took %v, want about the flush timeout", d)
+	}
 }
