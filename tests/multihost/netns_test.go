@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"shoal/internal/testutil"
+	"shoal/tests/isolate"
 )
 
 // The network of TestNetnsLinkCut: a bridge in the root namespace with
@@ -215,10 +216,10 @@ func TestNetnsLinkCut(t *testing.T) {
 		name string
 		url  func(t *testing.T) string
 	}{
-		{"postgres+s3", func(t *testing.T) string { return pgSchemaURL(t, pg.url()) }},
-		{"redis+s3", func(t *testing.T) string { return redisNamespaceURL(t, rd.url()) }},
+		{"postgres+s3", func(t *testing.T) string { return isolate.PGSchemaURL(t, pg.url()) }},
+		{"redis+s3", func(t *testing.T) string { return isolate.RedisNamespaceURL(t, rd.url()) }},
 	} {
-		t.Run(eng.name, func(t *testing.T) { linkCut(t, lab, formatS3(t, eng.url(t), s3.url())) })
+		t.Run(eng.name, func(t *testing.T) { linkCut(t, lab, isolate.FormatS3(t, eng.url(t), s3.url())) })
 	}
 }
 

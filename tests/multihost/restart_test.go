@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"shoal/internal/testutil"
+	"shoal/tests/isolate"
 )
 
 // Bounds of the restart tests.
@@ -31,7 +32,7 @@ const (
 func TestRestartPostgres(t *testing.T) {
 	requireServers(t)
 	pg := startPostgres(t, "127.0.0.1")
-	v := formatS3(t, pgSchemaURL(t, pg.url()), testutil.S3URL(t))
+	v := isolate.FormatS3(t, isolate.PGSchemaURL(t, pg.url()), testutil.S3URL(t))
 	busyRestart(t, v, func() {
 		pg.restart(t, syscall.SIGINT, restartDowntime)
 		pg.restart(t, syscall.SIGQUIT, restartDowntime)
@@ -43,7 +44,7 @@ func TestRestartPostgres(t *testing.T) {
 func TestRestartRedis(t *testing.T) {
 	requireServers(t)
 	r := startRedis(t, "127.0.0.1")
-	v := formatS3(t, redisNamespaceURL(t, r.url()), testutil.S3URL(t))
+	v := isolate.FormatS3(t, isolate.RedisNamespaceURL(t, r.url()), testutil.S3URL(t))
 	busyRestart(t, v, func() {
 		r.restart(t, syscall.SIGTERM, restartDowntime)
 		r.restart(t, syscall.SIGKILL, restartDowntime)
@@ -55,7 +56,7 @@ func TestRestartRedis(t *testing.T) {
 func TestRestartMinIO(t *testing.T) {
 	requireServers(t)
 	m := startMinIO(t, "127.0.0.1")
-	v := formatS3(t, pgSchemaURL(t, testutil.PGURL(t)), m.url())
+	v := isolate.FormatS3(t, isolate.PGSchemaURL(t, testutil.PGURL(t)), m.url())
 	busyRestart(t, v, func() {
 		m.restart(t, syscall.SIGTERM, restartDowntime)
 		m.restart(t, syscall.SIGKILL, restartDowntime)
