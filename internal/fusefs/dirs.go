@@ -19,16 +19,24 @@ func (fs *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 
 // ReadDir implements fuse.RawFileSystem.
 func (fs *FS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, false, func(e meta.DirEntry, next uint64) bool {
+	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, 0, func(e meta.DirEntry, next uint64) bool {
 		return out.AddDirEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type.ModeBits(), Off: next})
 	})
 	return fs.status("readdir", err)
 }
 
+// plusEntrySize is about what one readdirplus entry takes in the kernel's
+// buffer: a fuse_entry_out (128 bytes), a dirent header (24) and a short
+// name. It sizes the engine reads to the request.
+const plusEntrySize = 128 + 24 + 16
+
 // ReadDirPlus implements fuse.RawFileSystem: entries come with their
 // attributes, so `ls -l` and stat-every-entry need no further lookups.
+// The kernel asks for it with the first page of a listing and while the
+// listed names are being looked up (READDIRPLUS_AUTO, see Mount).
 func (fs *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, true, func(e meta.DirEntry, next uint64) bool {
+	n := int(in.Size)/plusEntrySize + 1
+	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, n, func(e meta.DirEntry, next uint64) bool {
 		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type.ModeBits(), Off: next})
 		if eo == nil {
 			return false

@@ -36,7 +36,11 @@ func Mount(mountpoint string, fs *FS, cfg MountConfig) (*fuse.Server, error) {
 		MaxBackground: 64,
 		// The kernel enforces permissions with full credentials.
 		Options:           []string{"default_permissions"},
-		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+		// READDIRPLUS_AUTO: the kernel asks for attributes with the first
+		// page of a listing and afterwards only while the listed names are
+		// being looked up (ls -l, find -type...), not for a plain listing,
+		// which then costs names only.
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_READDIRPLUS_AUTO,
 		Debug:             cfg.Debug,
 		EnableLocks:       cfg.Locks,
 		DirectMount:       true,

@@ -9,12 +9,10 @@ import (
 )
 
 // readdirPage is how many entries one engine call returns for a plain
-// readdir; plusPage for readdirplus, whose attributes must be read afresh
-// for every kernel request (see fill).
-const (
-	readdirPage = 1000
-	plusPage    = 64
-)
+// readdir. A readdirplus page is as long as the caller says the kernel's
+// buffer holds: its attributes must be read afresh for every kernel
+// request (see fill), so reading more would be wasted.
+const readdirPage = 1000
 
 // dirStream is an open directory: a window of entries fetched page by page,
 // so a directory of millions of entries is never held whole. Offsets are
@@ -29,6 +27,7 @@ type dirStream struct {
 	before   string // name of the entry just before page[0] ("" at the start)
 	done     bool   // the page ends the directory
 	withAttr bool   // the page was read with attributes during this request
+	plusPage int    // entries per page with attributes, for this request
 }
 
 // Opendir opens a directory for reading.
@@ -64,9 +63,11 @@ func (fs *FS) Releasedir(fh Fh) {
 }
 
 // Readdir lists entries from offset off, calling add with each entry and
-// the offset after it until add returns false. With plus, entries carry
-// attributes.
-func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plus bool, add func(e meta.DirEntry, next uint64) bool) error {
+// the offset after it until add returns false. With plus > 0, entries
+// carry attributes, read about plus at a time (how many the kernel's
+// buffer holds: fewer costs another engine call, more is wasted).
+func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, add func(e meta.DirEntry, next uint64) bool) error {
+	plus := plusN > 0
 	fs.mu.Lock()
 	d, ok := fs.dirs[fh]
 	fs.mu.Unlock()
@@ -76,6 +77,7 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plus bool, add fun
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.withAttr = false // attributes read for an earlier request are stale
+	d.plusPage = plusN
 	var open map[meta.Ino]pending
 	if plus {
 		open = fs.pendingAll() // before the engine is read: see pending
@@ -148,7 +150,7 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 		after = d.page[n-1].Name
 	}
 	if plus {
-		size = plusPage
+		size = max(d.plusPage, 1)
 	}
 	page, err := fs.engine.Readdir(ctx, d.ino, after, size, plus)
 	if err != nil {

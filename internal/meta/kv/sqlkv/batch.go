@@ -49,12 +49,12 @@ func (t *tx) flush() error {
 	sortPairs(setKeys, setValues)
 	sortPairs(delKeys, nil)
 	if len(setKeys) > 0 {
-		if _, err := t.stmt(stmtSetMany).ExecContext(t.ctx, setKeys, setValues); err != nil {
+		if err := t.c.exec(stmtSetMany, setKeys, setValues); err != nil {
 			return t.fail(err)
 		}
 	}
 	if len(delKeys) > 0 {
-		if _, err := t.stmt(stmtDeleteMany).ExecContext(t.ctx, delKeys); err != nil {
+		if err := t.c.exec(stmtDeleteMany, delKeys); err != nil {
 			return t.fail(err)
 		}
 	}

@@ -33,16 +33,8 @@ func (t *tx) getBatch(keys [][]byte, out [][]byte) error {
 	for i := range args {
 		args[i] = keys[min(i, len(keys)-1)]
 	}
-	rows, err := t.stmt(stmtGetMany).QueryContext(t.ctx, args...)
-	if err != nil {
-		return t.fail(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k, v []byte
-		if err := rows.Scan(&k, &v); err != nil {
-			return t.fail(err)
-		}
+	err := t.c.query(stmtGetMany, args, func(cols [][]byte) error {
+		k, v := cols[0], cols[1]
 		if v == nil {
 			v = []byte{}
 		}
@@ -51,8 +43,9 @@ func (t *tx) getBatch(keys [][]byte, out [][]byte) error {
 				out[i] = v
 			}
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return t.fail(err)
 	}
 	return nil

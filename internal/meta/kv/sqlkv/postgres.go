@@ -57,16 +57,16 @@ func (d *pgDialect) hostPort() string {
 	return net.JoinHostPort(d.cfg.Host, strconv.Itoa(int(d.cfg.Port)))
 }
 
-func (d *pgDialect) open(ctx context.Context) (*sql.DB, *sql.DB, error) {
+func (d *pgDialect) open(ctx context.Context) (pool, error) {
 	db := stdlib.OpenDB(*d.cfg)
 	db.SetMaxOpenConns(pgMaxConns)
 	db.SetMaxIdleConns(pgIdleConns)
 	db.SetConnMaxIdleTime(pgIdleTimeout)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
-		return nil, nil, d.connectError(err)
+		return nil, d.connectError(err)
 	}
-	return db, db, nil
+	return &sqlPool{db: db, opts: d.txOptions}, nil
 }
 
 // connectError explains a failed first connection.
@@ -153,7 +153,6 @@ func (d *pgDialect) schema() []string {
 	}
 }
 
-func (d *pgDialect) lockSchema(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLockID))
-	return err
+func (d *pgDialect) lockSchema(c conn) error {
+	return c.execSQL("SELECT pg_advisory_xact_lock($1)", int64(schemaLockID))
 }

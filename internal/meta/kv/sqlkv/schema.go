@@ -2,8 +2,6 @@ package sqlkv
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"shoal/internal/meta"
@@ -24,11 +22,8 @@ const schemaVersion = 1
 type dialect interface {
 	// name is the scheme and location for logs, without secrets.
 	name() string
-	// open connects, checks the server answers, and returns the pool for
-	// read-write and for read-only transactions (possibly the same).
-	open(ctx context.Context) (wdb, rdb *sql.DB, err error)
-	// txOptions are the options of a Txn (readOnly false) or a View.
-	txOptions(readOnly bool) *sql.TxOptions
+	// open connects, checks the server answers, and returns the pool.
+	open(ctx context.Context) (pool, error)
 	// classify says whether err is a conflict, a lost server, or final.
 	classify(err error) errClass
 	// rebind turns ? placeholders into the dialect's.
@@ -40,33 +35,32 @@ type dialect interface {
 	// schema returns the statements creating the tables if absent, after
 	// serializing concurrent set-ups where the database needs it.
 	schema() []string
-	// lockSchema serializes schema set-up among clients, in tx.
-	lockSchema(ctx context.Context, tx *sql.Tx) error
+	// lockSchema serializes schema set-up among clients, in c.
+	lockSchema(c conn) error
 }
 
 // setupSchema creates the tables if absent and checks the version. It runs
 // through the txn helper, so it is retried like any transaction.
 func (s *Store) setupSchema(ktx kv.Tx) error {
 	t := ktx.(*tx)
-	if err := s.dialect.lockSchema(t.ctx, t.sqlTx); err != nil {
+	if err := s.dialect.lockSchema(t.c); err != nil {
 		return t.fail(err)
 	}
 	for _, ddl := range s.dialect.schema() {
-		if _, err := t.sqlTx.ExecContext(t.ctx, ddl); err != nil {
+		if err := t.c.execSQL(ddl); err != nil {
 			return t.fail(err)
 		}
 	}
-	var v int64
-	err := t.sqlTx.QueryRowContext(t.ctx, s.dialect.rebind("SELECT value FROM shoal_meta WHERE name = ?"), "schema_version").Scan(&v)
+	v, found, err := t.c.queryInt(s.dialect.rebind("SELECT value FROM shoal_meta WHERE name = ?"), "schema_version")
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		_, err = t.sqlTx.ExecContext(t.ctx, s.dialect.rebind("INSERT INTO shoal_meta (name, value) VALUES (?, ?)"), "schema_version", schemaVersion)
+	case err != nil:
+		return t.fail(err)
+	case !found:
+		err = t.c.execSQL(s.dialect.rebind("INSERT INTO shoal_meta (name, value) VALUES (?, ?)"), "schema_version", int64(schemaVersion))
 		if err != nil {
 			return t.fail(err)
 		}
 		return nil
-	case err != nil:
-		return t.fail(err)
 	case v > schemaVersion:
 		return fmt.Errorf("sqlkv: %s: schema version %d is newer than this binary's %d, upgrade Shoal: %w", s.name, v, schemaVersion, meta.ErrNewerFormat)
 	case v < 1:

@@ -2,7 +2,6 @@ package sqlkv
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -61,40 +60,20 @@ func (d *sqliteDialect) dsn(params string) string {
 }
 
 // open opens one writer connection (in-process writers queue for it
-// instead of spinning on SQLITE_BUSY) and a pool of query-only readers.
-func (d *sqliteDialect) open(ctx context.Context) (*sql.DB, *sql.DB, error) {
+// instead of spinning on SQLITE_BUSY) and a pool of query-only readers,
+// with the driver directly (see litePool).
+func (d *sqliteDialect) open(ctx context.Context) (pool, error) {
 	// Metadata names every file: create the database readable by its
 	// owner only (SQLite gives the -wal and -shm files the same mode).
 	if f, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
 		_ = f.Close()
 	}
-	wdb, err := d.openPool(ctx, sqliteWriteParams, 1)
+	p, err := openLitePool(d.dsn(sqliteWriteParams), d.dsn(sqliteReadParams), max(4, runtime.GOMAXPROCS(0)))
 	if err != nil {
-		return nil, nil, err
-	}
-	rdb, err := d.openPool(ctx, sqliteReadParams, max(4, runtime.GOMAXPROCS(0)))
-	if err != nil {
-		_ = wdb.Close()
-		return nil, nil, err
-	}
-	return wdb, rdb, nil
-}
-
-func (d *sqliteDialect) openPool(ctx context.Context, params string, conns int) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", d.dsn(params))
-	if err != nil {
-		return nil, fmt.Errorf("sqlkv: %s: %w", d.name(), err)
-	}
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns) // keep connections and their prepared statements
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
 		return nil, fmt.Errorf("sqlkv: cannot open SQLite database %s (does its directory exist and is it writable?): %w", d.path, err)
 	}
-	return db, nil
+	return p, nil
 }
-
-func (d *sqliteDialect) txOptions(readOnly bool) *sql.TxOptions { return nil }
 
 // classify: SQLITE_BUSY and SQLITE_LOCKED mean another connection holds a
 // conflicting lock; the transaction was not applied.
@@ -121,4 +100,4 @@ func (d *sqliteDialect) schema() []string {
 
 // lockSchema: write transactions are IMMEDIATE, so the database is
 // already locked.
-func (d *sqliteDialect) lockSchema(context.Context, *sql.Tx) error { return nil }
+func (d *sqliteDialect) lockSchema(conn) error { return nil }

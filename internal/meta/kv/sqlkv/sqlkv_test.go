@@ -111,7 +111,7 @@ func testNewerSchemaRefused(t *testing.T, rawURL string) {
 		t.Fatal(err)
 	}
 	st := s.(*Store)
-	_, err = st.wdb.ExecContext(ctx, st.dialect.rebind("UPDATE shoal_meta SET value = ? WHERE name = 'schema_version'"), schemaVersion+1)
+	err = st.pool.exec(ctx, st.dialect.rebind("UPDATE shoal_meta SET value = ? WHERE name = 'schema_version'"), schemaVersion+1)
 	if err != nil {
 		t.Fatal(err)
 	}

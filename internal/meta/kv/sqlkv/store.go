@@ -2,7 +2,6 @@ package sqlkv
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -36,11 +35,10 @@ type Options struct {
 type Store struct {
 	name         string
 	dialect      dialect
-	wdb, rdb     *sql.DB // read-write and read-only pools (may be the same)
-	wstmts       stmts
-	rstmts       stmts
+	pool         pool
 	retryTimeout time.Duration
 	closed       atomic.Bool
+	batching     bool // the dialect buffers writes (batch.go)
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -71,7 +69,7 @@ func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, er
 		return nil, err
 	}
 	s.name = s.dialect.name()
-	if s.wdb, s.rdb, err = s.dialect.open(ctx); err != nil {
+	if s.pool, err = s.dialect.open(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.init(ctx); err != nil {
@@ -131,14 +129,16 @@ func (s *Store) init(ctx context.Context) error {
 	if err := s.txn(ctx, false, s.setupSchema); err != nil {
 		return err
 	}
-	if err := s.prepare(ctx, s.wdb, &s.wstmts); err != nil {
-		return err
+	all := queries
+	all[stmtSetMany], all[stmtDeleteMany] = s.dialect.batchQueries()
+	for i, q := range all {
+		all[i] = s.dialect.rebind(q)
 	}
-	if s.rdb == s.wdb {
-		s.rstmts = s.wstmts
-		return nil
+	if err := s.pool.prepare(ctx, all); err != nil {
+		return s.wrap("prepare", err)
 	}
-	return s.prepare(ctx, s.rdb, &s.rstmts)
+	s.batching = all[stmtSetMany] != ""
+	return nil
 }
 
 // queries are the statements, indexed like stmts, with ? placeholders.
@@ -149,24 +149,6 @@ var queries = [numStmts]string{
 	stmtScan:     "SELECT k, v FROM shoal_kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?",
 	stmtScanOpen: "SELECT k, v FROM shoal_kv WHERE k >= ? ORDER BY k LIMIT ?",
 	stmtGetMany:  "SELECT k, v FROM shoal_kv WHERE k IN (?" + strings.Repeat(", ?", getManyBatch-1) + ")",
-}
-
-// prepare prepares the shared queries and the dialect's batch queries
-// (left nil where the dialect has none, which turns batching off).
-func (s *Store) prepare(ctx context.Context, db *sql.DB, st *stmts) error {
-	all := queries
-	all[stmtSetMany], all[stmtDeleteMany] = s.dialect.batchQueries()
-	for i, q := range all {
-		if q == "" {
-			continue
-		}
-		stmt, err := db.PrepareContext(ctx, s.dialect.rebind(q))
-		if err != nil {
-			return s.wrap("prepare", err)
-		}
-		st[i] = stmt
-	}
-	return nil
 }
 
 // Txn implements kv.Store.
@@ -188,23 +170,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return errClosed
 	}
-	var errs []error
-	for _, st := range []*stmts{&s.wstmts, &s.rstmts} {
-		for _, stmt := range st {
-			if stmt != nil {
-				errs = append(errs, stmt.Close())
-			}
-		}
-	}
-	for _, db := range []*sql.DB{s.wdb, s.rdb} {
-		if db != nil {
-			errs = append(errs, db.Close())
-		}
-		if s.rdb == s.wdb {
-			break
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := s.pool.close(); err != nil {
 		return fmt.Errorf("sqlkv: %s: close: %w", s.name, err)
 	}
 	return nil

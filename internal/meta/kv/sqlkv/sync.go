@@ -19,7 +19,7 @@ func (s *Store) Sync(ctx context.Context) error {
 	if !strings.HasPrefix(s.dialect.name(), "sqlite") {
 		return nil
 	}
-	if _, err := s.wdb.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+	if err := s.pool.exec(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
 		return s.wrap("sync", err)
 	}
 	return nil

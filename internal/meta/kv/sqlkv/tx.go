@@ -2,8 +2,6 @@ package sqlkv
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"math"
 
 	"shoal/internal/meta/kv"
@@ -27,33 +25,20 @@ const (
 	numStmts
 )
 
-// stmts are a database's prepared statements, indexed by stmtGet...
-// database/sql prepares each once per connection and keeps it.
-type stmts [numStmts]*sql.Stmt
-
 // tx is a kv.Tx over one database transaction. Reads and writes go to the
 // database at once, so the database itself provides read-your-writes and
 // ordering. The first error is kept in err and returned by every later
 // call and by the txn helper.
 type tx struct {
 	ctx      context.Context
-	sqlTx    *sql.Tx
-	stmts    *stmts
-	bound    [numStmts]*sql.Stmt // stmts bound to sqlTx, made on first use
+	c        conn
+	batching bool // buffer writes (batch.go)
 	readOnly bool
 	pending  map[string]pendingWrite // buffered writes (batching dialects)
 	err      error
 }
 
 var _ kv.Tx = (*tx)(nil)
-
-// stmt returns statement i bound to this transaction.
-func (t *tx) stmt(i int) *sql.Stmt {
-	if t.bound[i] == nil {
-		t.bound[i] = t.sqlTx.StmtContext(t.ctx, t.stmts[i])
-	}
-	return t.bound[i]
-}
 
 // fail keeps the first error.
 func (t *tx) fail(err error) error {
@@ -69,15 +54,15 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 		return nil, t.err
 	}
 	var v []byte
-	err := t.stmt(stmtGet).QueryRowContext(t.ctx, key).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	err := t.c.query(stmtGet, []any{key}, func(cols [][]byte) error {
+		v = cols[0]
+		if v == nil {
+			v = []byte{} // present but empty: not the same as absent
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, t.fail(err)
-	}
-	if v == nil {
-		v = []byte{} // present but empty: not the same as absent
 	}
 	return v, nil
 }
@@ -103,7 +88,7 @@ func (t *tx) write(i int, key []byte, value ...[]byte) {
 		t.fail(errReadOnly)
 		return
 	}
-	if t.stmts[stmtSetMany] != nil {
+	if t.batching {
 		t.buffer(i == stmtDelete, key, value...)
 		return
 	}
@@ -111,7 +96,7 @@ func (t *tx) write(i int, key []byte, value ...[]byte) {
 	if len(value) > 0 {
 		args = append(args, value[0])
 	}
-	if _, err := t.stmt(i).ExecContext(t.ctx, args...); err != nil {
+	if err := t.c.exec(i, args...); err != nil {
 		t.fail(err)
 	}
 }
@@ -158,29 +143,20 @@ type row struct{ k, v []byte }
 // scanPage reads up to n rows from lo (inclusive) to hi (exclusive, nil:
 // unbounded), in key order.
 func (t *tx) scanPage(lo, hi []byte, n int) ([]row, error) {
-	var rows *sql.Rows
-	var err error
+	i, args := stmtScan, []any{lo, hi, int64(n)}
 	if hi == nil {
-		rows, err = t.stmt(stmtScanOpen).QueryContext(t.ctx, lo, int64(n))
-	} else {
-		rows, err = t.stmt(stmtScan).QueryContext(t.ctx, lo, hi, int64(n))
+		i, args = stmtScanOpen, []any{lo, int64(n)}
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	page := make([]row, 0, min(n, 16))
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.k, &r.v); err != nil {
-			return nil, err
-		}
+	err := t.c.query(i, args, func(cols [][]byte) error {
+		r := row{k: cols[0], v: cols[1]}
 		if r.v == nil {
 			r.v = []byte{}
 		}
 		page = append(page, r)
-	}
-	return page, rows.Err()
+		return nil
+	})
+	return page, err
 }
 
 // prefixEnd returns the least key greater than every key starting with

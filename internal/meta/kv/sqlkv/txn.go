@@ -70,24 +70,20 @@ func (s *Store) txn(ctx context.Context, readOnly bool, fn func(kv.Tx) error) er
 // attempt runs fn once in a fresh database transaction and classifies the
 // outcome. A nil error means committed.
 func (s *Store) attempt(ctx context.Context, readOnly bool, fn func(kv.Tx) error) (errClass, error) {
-	db, st := s.wdb, &s.wstmts
-	if readOnly {
-		db, st = s.rdb, &s.rstmts
-	}
-	sqlTx, err := db.BeginTx(ctx, s.dialect.txOptions(readOnly))
+	c, err := s.pool.begin(ctx, readOnly)
 	if err != nil {
 		return s.dialect.classify(err), s.wrap("begin", err)
 	}
-	// After Commit this is a no-op; otherwise it ends the transaction and
-	// frees the connection, even if fn panics (SQLite has only one writer).
-	defer func() { _ = sqlTx.Rollback() }()
-	t := &tx{ctx: ctx, sqlTx: sqlTx, stmts: st, readOnly: readOnly}
+	// After a commit this only frees the connection; otherwise it also
+	// ends the transaction, even if fn panics (SQLite has one writer).
+	defer c.rollback()
+	t := &tx{ctx: ctx, c: c, batching: s.batching, readOnly: readOnly}
 	fnErr := fn(t)
 	if fnErr == nil {
 		_ = t.flush() // an error is kept in t.err
 	}
 	if fnErr == nil && t.err == nil {
-		if err := sqlTx.Commit(); err != nil {
+		if err := c.commit(); err != nil {
 			return s.commitFailed(err)
 		}
 		return classFatal, nil
