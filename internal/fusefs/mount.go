@@ -35,7 +35,7 @@ func Mount(mountpoint string, fs *FS, cfg MountConfig) (*fuse.Server, error) {
 		MaxReadAhead:  maxRequest,
 		MaxBackground: 64,
 		// The kernel enforces permissions with full credentials.
-		Options:           []string{"default_permissions"},
+		Options: []string{"default_permissions"},
 		// READDIRPLUS_AUTO: the kernel asks for attributes with the first
 		// page of a listing and afterwards only while the listed names are
 		// being looked up (ls -l, find -type...), not for a plain listing,
