@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // putAttempts bounds how often Put re-creates a directory that a
@@ -77,8 +80,28 @@ func (s *Store) createTemp(dir string) (*os.File, error) {
 	return nil, err
 }
 
-// copyBufs holds the buffers writeSync copies through.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+// Direct I/O. A block is written once and not read back soon (the data
+// layer caches what it reads), so copying it into the page cache only to
+// write it out at fsync costs a memory copy per byte and page-cache
+// churn: on the 2-core test machine that copy was half of a mount's CPU
+// in a 1 GiB sequential write. So writeSync writes whole aligned pieces
+// with O_DIRECT, from aligned buffers, and only a block's unaligned tail
+// through the page cache. A file system that refuses O_DIRECT (tmpfs
+// before Linux 6.6, some FUSE or network file systems) gets plain writes.
+const (
+	// directAlign is the alignment O_DIRECT needs of offsets, lengths and
+	// memory: the largest logical block size of common devices.
+	directAlign = 4096
+	copyBufSize = 1 << 20
+)
+
+// copyBufs holds the directAlign-aligned buffers writeSync copies through.
+var copyBufs = sync.Pool{New: func() any {
+	raw := make([]byte, copyBufSize+directAlign)
+	skip := (directAlign - int(uintptr(unsafe.Pointer(&raw[0]))%directAlign)) % directAlign
+	b := raw[skip : skip+copyBufSize]
+	return &b
+}}
 
 // writeSync copies exactly size bytes from r into f, fsyncs and closes f.
 func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64) error {
@@ -86,10 +109,7 @@ func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64) error {
 	// 32 KiB (the wrappers hide any WriterTo), a quarter of the syscalls.
 	bufp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bufp)
-	n, err := io.CopyBuffer(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp)
-	if err == nil && n < size {
-		err = fmt.Errorf("reader gave %d bytes, want %d: %w", n, size, io.ErrUnexpectedEOF)
-	}
+	err := copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size)
 	if err == nil {
 		var one [1]byte
 		if m, _ := io.ReadFull(r, one[:]); m > 0 {
@@ -102,6 +122,59 @@ func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	return err
+}
+
+// copyDirect copies size bytes from r to f through buf, with O_DIRECT for
+// every full buffer and the aligned part of the last one.
+func copyDirect(f *os.File, r io.Reader, buf []byte, size int64) error {
+	direct := size >= directAlign && setDirect(f, true) == nil
+	var done int64
+	for done < size {
+		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), size-done)])
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("reader gave %d bytes, want %d: %w", done+int64(n), size, io.ErrUnexpectedEOF)
+			}
+			return err
+		}
+		p := buf[:n]
+		if direct {
+			aligned := n / directAlign * directAlign
+			if _, err := f.Write(p[:aligned]); err != nil {
+				return err
+			}
+			p = p[aligned:]
+			if len(p) > 0 { // the unaligned tail: through the page cache
+				if err := setDirect(f, false); err != nil {
+					return err
+				}
+				direct = false
+			}
+		}
+		if len(p) > 0 {
+			if _, err := f.Write(p); err != nil {
+				return err
+			}
+		}
+		done += int64(n)
+	}
+	return nil
+}
+
+// setDirect turns O_DIRECT on or off for f.
+func setDirect(f *os.File, on bool) error {
+	fd := int(f.Fd())
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return err
+	}
+	if on {
+		flags |= unix.O_DIRECT
+	} else {
+		flags &^= unix.O_DIRECT
+	}
+	_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, flags)
 	return err
 }
 
