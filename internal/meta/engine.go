@@ -71,6 +71,13 @@ type Engine interface {
 	// WriteChunk appends a slice whose blocks are already stored, extends
 	// the length to cover it and sets mtime and ctime to now.
 	WriteChunk(ctx context.Context, ino Ino, index uint32, s Slice) (CommitResult, error)
+	// WriteSlices appends several slices of one file, in order, in one
+	// transaction: WriteChunk for each, at the cost of one. Records of a
+	// slice id that already holds a reference (Shared: an earlier record
+	// of the same object was committed, as when one object packs several
+	// small writes) take a reference of their own. SliceCount reports the
+	// last record's chunk; Counts every chunk written.
+	WriteSlices(ctx context.Context, ino Ino, ws []SliceWrite) (CommitResult, error)
 	// CopyFileRange clones bytes from one file to another (or the same)
 	// by reference, without copying data. It returns the bytes copied,
 	// which is short when the source ends first.
@@ -169,10 +176,21 @@ type RenameRequest struct {
 	Flags     uint32
 }
 
-// CommitResult is what WriteChunk reports.
+// CommitResult is what WriteChunk and WriteSlices report.
 type CommitResult struct {
 	Attr       Attr
-	SliceCount int // slices in the chunk after the commit
+	SliceCount int            // slices in the (last) chunk after the commit
+	Counts     map[uint32]int // WriteSlices: slices per chunk written
+}
+
+// SliceWrite is one record for WriteSlices: slice S appended to chunk
+// Index. Shared is false for the first record of a fresh slice id, which
+// holds the slice's implicit first reference, and true for every later
+// record of the same id.
+type SliceWrite struct {
+	Index  uint32
+	S      Slice
+	Shared bool
 }
 
 // CopyRequest clones Len bytes from SrcIno at SrcOff to DstIno at DstOff.

@@ -2,6 +2,7 @@ package kvmeta
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"syscall"
 
@@ -76,36 +77,71 @@ func (t *txn) file(ino meta.Ino) (*meta.Attr, error) {
 // connection lost during COMMIT) without adding a record that holds no
 // reference of its own.
 func (e *Engine) WriteChunk(ctx context.Context, ino meta.Ino, index uint32, s meta.Slice) (meta.CommitResult, error) {
+	res, err := e.writeSlices(ctx, ino, []meta.SliceWrite{{Index: index, S: s}})
+	return res, wrap(err, "write chunk %d/%d %v", ino, index, s)
+}
+
+// WriteSlices is WriteChunk for several records in one transaction; a
+// Shared record takes a reference of its own (see meta.SliceWrite). The
+// no-op rule for a record the chunk already holds applies per record, so
+// a batch whose commit outcome was unknown may be sent again.
+func (e *Engine) WriteSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceWrite) (meta.CommitResult, error) {
+	res, err := e.writeSlices(ctx, ino, ws)
+	return res, wrap(err, "write %d slices of inode %d", len(ws), ino)
+}
+
+func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceWrite) (meta.CommitResult, error) {
 	var res meta.CommitResult
-	if uint64(s.Pos)+uint64(s.Len) > meta.ChunkSize || s.Len == 0 {
-		return res, wrap(syscall.EINVAL, "write chunk %d/%d %v", ino, index, s)
+	for _, w := range ws {
+		if uint64(w.S.Pos)+uint64(w.S.Len) > meta.ChunkSize || w.S.Len == 0 {
+			return res, fmt.Errorf("slice %v in chunk %d: %w", w.S, w.Index, syscall.EINVAL)
+		}
 	}
 	err := e.update(ctx, func(t *txn) error {
 		a, err := t.file(ino)
 		if err != nil {
 			return err
 		}
-		ss, err := t.chunk(ino, index)
-		if err != nil {
-			return err
-		}
-		if s.ID == 0 || !slices.Contains(ss, s) {
-			delta := appendedAlloc(ss, s)
-			ss = append(ss, s)
-			t.setChunk(ino, index, ss)
-			if err := t.adjustAlloc(ino, delta); err != nil {
-				return err
+		lists := map[uint32][]meta.Slice{}
+		var delta int64
+		for _, w := range ws {
+			ss, ok := lists[w.Index]
+			if !ok {
+				if ss, err = t.chunk(ino, w.Index); err != nil {
+					return err
+				}
+			}
+			if w.S.ID == 0 || !slices.Contains(ss, w.S) {
+				delta += appendedAlloc(ss, w.S)
+				ss = append(ss, w.S)
+				if w.Shared && w.S.ID != 0 {
+					if err := t.incref(w.S.ID, 1); err != nil {
+						return err
+					}
+				}
+			}
+			lists[w.Index] = ss
+			if end := uint64(w.Index)*meta.ChunkSize + uint64(w.S.Pos+w.S.Len); end > a.Length {
+				t.setLength(a, end)
 			}
 		}
-		if end := uint64(index)*meta.ChunkSize + uint64(s.Pos+s.Len); end > a.Length {
-			t.setLength(a, end)
+		res.Counts = make(map[uint32]int, len(lists))
+		for index, ss := range lists {
+			t.setChunk(ino, index, ss)
+			res.Counts[index] = len(ss)
+		}
+		if err := t.adjustAlloc(ino, delta); err != nil {
+			return err
 		}
 		t.modified(a)
 		t.touch(ino)
-		res = meta.CommitResult{Attr: *a, SliceCount: len(ss)}
+		res.Attr = *a
+		if len(ws) > 0 {
+			res.SliceCount = res.Counts[ws[len(ws)-1].Index]
+		}
 		return nil
 	})
-	return res, wrap(err, "write chunk %d/%d %v", ino, index, s)
+	return res, err
 }
 
 // modified sets mtime and ctime and drops privileges a non-root writer

@@ -265,3 +265,41 @@ func testCompact(t *testing.T, newEngine Factory) {
 	v.wantFreed(s5, true)
 	v.wantFreed(s4, true)
 }
+
+// testWriteSlices commits one packed object's pieces as records of two
+// chunks in two batches, and checks the lists, the length, idempotent
+// re-sends, and that the object is freed only with its last record.
+func testWriteSlices(t *testing.T, newEngine Factory) {
+	v := open(t, newEngine)
+	f := v.file(meta.RootIno, "f")
+	id, err := v.e.NewSliceID(v.ctx)
+	v.check(err, "new slice id")
+	const size = 3 * 4096
+	a := meta.Slice{ID: id, Size: size, Off: 0, Len: 4096, Pos: 8192}
+	b := meta.Slice{ID: id, Size: size, Off: 4096, Len: 100, Pos: 0}
+	c := meta.Slice{ID: id, Size: size, Off: 8192, Len: 4096, Pos: 40960}
+	res, err := v.e.WriteSlices(v.ctx, f.Ino, []meta.SliceWrite{{Index: 0, S: a}, {Index: 1, S: b, Shared: true}})
+	v.check(err, "write slices")
+	if res.Counts[0] != 1 || res.Counts[1] != 1 || res.SliceCount != 1 || res.Attr.Length != meta.ChunkSize+100 {
+		t.Fatalf("first batch result %+v", res)
+	}
+	batch := []meta.SliceWrite{{Index: 0, S: c, Shared: true}}
+	for range 2 { // the second send is a retry after an unknown outcome
+		res, err = v.e.WriteSlices(v.ctx, f.Ino, batch)
+		v.check(err, "write slices")
+		if res.Counts[0] != 2 {
+			t.Fatalf("second batch result %+v", res)
+		}
+	}
+	v.wantView(f.Ino, 0, 0, 45056, hole(0, 8192), piece(a, 0, 8192, 4096), hole(12288, 28672), piece(c, 8192, 40960, 4096))
+	v.wantView(f.Ino, 1, 0, 100, piece(b, 4096, 0, 100))
+	if _, err := v.e.WriteSlices(v.ctx, f.Ino, []meta.SliceWrite{{Index: 0, S: meta.Slice{ID: id, Size: 1, Len: 0}}}); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("empty record: %v, want EINVAL", err)
+	}
+	_, err = v.e.Truncate(v.ctx, f.Ino, 10000) // drops b and c, keeps part of a
+	v.check(err, "truncate")
+	v.wantFreed(a, false)
+	_, err = v.e.Truncate(v.ctx, f.Ino, 0)
+	v.check(err, "truncate")
+	v.wantFreed(a, true)
+}

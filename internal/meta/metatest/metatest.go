@@ -45,6 +45,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Permissions", testPermissions},
 		{"Setattr", testSetattr},
 		{"Chunks", testChunks},
+		{"WriteSlices", testWriteSlices},
 		{"Truncate", testTruncate},
 		{"Fallocate", testFallocate},
 		{"Copy", testCopy},
