@@ -10,64 +10,106 @@ import (
 	"shoal/internal/meta"
 )
 
+// ready reports whether slice s can commit once the slices before it
+// have.
+func (s *slice) ready() bool { return s.frozen && s.pending == 0 }
+
 // headReady reports whether the oldest uncommitted slice can commit now.
 // Called with w.mu held.
 func (w *Writer) headReady() bool {
 	if len(w.queue) == 0 || w.commitErr != nil || w.closed {
 		return false
 	}
-	s := w.queue[0]
-	return s.frozen && s.pending == 0
+	return w.queue[0].ready()
 }
 
 // kickCommit starts the commit goroutine if the head slice is ready and
-// none runs. Commits never run on the caller's goroutine: Write and Flush
-// may be called with vfs locks held that CommitFunc needs too.
+// none runs, after sealing the open pack if the head waits for it.
+// Commits never run on the caller's goroutine: Write and Flush may be
+// called with vfs locks held that CommitFunc needs too.
 // Called with w.mu held.
 func (w *Writer) kickCommit() {
+	w.sealHeadPack()
 	if w.committing || !w.headReady() {
 		return
 	}
 	w.committing = w.s.spawn(w.commitLoop)
 }
 
-// commitLoop commits ready slices in order until the head is not ready or
-// a commit fails. The failure is kept for Flush, which retries.
+// commitLoop commits ready slices in order, up to maxCommitBatch per
+// CommitFunc call, until the head is not ready or a commit fails. The
+// failure is kept for Flush, which retries.
 func (w *Writer) commitLoop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for w.headReady() {
-		s := w.queue[0]
-		ms := meta.Slice{ID: s.id, Size: s.length, Len: s.length, Pos: s.pos}
-		old := time.Since(s.stored) > w.s.verifyAfter
+		batch, ws, refs := w.nextBatch()
+		var old []meta.Slice
+		for i, s := range batch {
+			if time.Since(s.stored) > w.s.verifyAfter {
+				old = append(old, ws[i].S)
+			}
+		}
 		w.mu.Unlock()
-		err := w.verify(ms, old)
+		var err error
+		for _, ms := range old {
+			if err = w.verify(ms); err != nil {
+				break
+			}
+		}
 		if err == nil {
-			err = w.commit(w.s.ctx, s.chunk, ms)
+			err = w.commit(w.s.ctx, ws)
 		}
 		w.mu.Lock()
 		if err != nil {
-			w.commitErr = fmt.Errorf("data: commit inode %d chunk %d %v: %w", w.ino, s.chunk, ms, err)
-			w.s.log.Error("data: slice commit failed", "ino", w.ino, "chunk", s.chunk, "err", err)
+			w.commitErr = fmt.Errorf("data: commit inode %d chunk %d %v (+%d more): %w", w.ino, batch[0].chunk, ws[0].S, len(ws)-1, err)
+			w.s.log.Error("data: slice commit failed", "ino", w.ino, "chunk", batch[0].chunk, "slices", len(ws), "err", err)
 			break
 		}
-		w.pop(s)
+		for p, n := range refs {
+			p.refs += n
+		}
+		for _, s := range batch {
+			w.pop(s)
+		}
 		w.notify()
+		w.sealHeadPack()
 	}
 	w.committing = false
 	w.notify()
 }
 
-// verify checks, for a slice whose blocks were stored long ago (old), that
-// they are all still there before it is committed. Garbage collection
-// deletes unreferenced objects older than its grace period (an hour by
-// default); a commit delayed past it, by an engine outage, must not
-// reference objects gc may have taken. A missing block is data lost: the
-// commit fails and Flush and Close report it.
-func (w *Writer) verify(ms meta.Slice, old bool) error {
-	if !old {
-		return nil
+// nextBatch returns the ready slices at the head of the queue, their
+// records, and how many records each pack among them gets. A pack's first
+// committed record holds its implicit reference; later ones are Shared.
+// Called with w.mu held.
+func (w *Writer) nextBatch() ([]*slice, []meta.SliceWrite, map[*pack]int) {
+	var batch []*slice
+	var ws []meta.SliceWrite
+	refs := map[*pack]int{}
+	for _, s := range w.queue {
+		if len(batch) == maxCommitBatch || !s.ready() {
+			break
+		}
+		size, off := s.object()
+		rec := meta.SliceWrite{Index: s.chunk, S: meta.Slice{ID: s.id, Size: size, Off: off, Len: s.length, Pos: s.pos}}
+		if p := s.pack; p != nil {
+			rec.Shared = p.refs+refs[p] > 0
+			refs[p]++
+		}
+		batch = append(batch, s)
+		ws = append(ws, rec)
 	}
+	return batch, ws, refs
+}
+
+// verify checks, for a slice whose blocks were stored long ago, that they
+// are all still there before it is committed. Garbage collection deletes
+// unreferenced objects older than its grace period (an hour by default);
+// a commit delayed past it, by an engine outage, must not reference
+// objects gc may have taken. A missing block is data lost: the commit
+// fails and Flush and Close report it.
+func (w *Writer) verify(ms meta.Slice) error {
 	bs := w.s.cfg.BlockSize
 	for i := 0; i < blockCount(bs, ms.Size); i++ {
 		key := BlockKey(ms.ID, i, blockLen(bs, ms.Size, i))

@@ -23,12 +23,15 @@ const holeKeep = 1 << 20
 func (s *Store) Compact(ctx context.Context, ino meta.Ino, index uint32, slices []meta.Slice, newID IDFunc) ([]meta.Slice, error) {
 	var mu sync.Mutex
 	var out []meta.Slice
-	w := s.NewWriter(ino, newID, func(_ context.Context, _ uint32, sl meta.Slice) error {
+	w := s.NewWriter(ino, newID, func(_ context.Context, ws []meta.SliceWrite) error {
 		mu.Lock()
-		out = append(out, sl)
+		for _, r := range ws {
+			out = append(out, r.S)
+		}
 		mu.Unlock()
 		return nil
 	})
+	w.noPack = true // abort deletes what it stored: objects of its own only
 	err := s.copyRuns(ctx, w, s.NewReader(ino), index, slices)
 	if err == nil {
 		err = w.Close(ctx)
@@ -98,7 +101,7 @@ func (w *Writer) discard() {
 			}
 		}
 	}
-	w.queue, w.chunks = nil, nil
+	w.queue, w.chunks, w.open = nil, nil, nil
 	w.failures = 0
 	w.notify()
 	w.mu.Unlock()
@@ -121,6 +124,9 @@ func (w *Writer) abort() []meta.Slice {
 	}
 	var out []meta.Slice
 	for _, s := range w.dropped {
+		if s.pack != nil {
+			continue // never with noPack; a pack may be shared with committed records
+		}
 		s.idMu.Lock()
 		if s.id != 0 {
 			out = append(out, meta.Slice{ID: s.id, Size: s.length})

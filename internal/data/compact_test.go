@@ -31,9 +31,18 @@ func compactLong(t testing.TB, s *Store, e *engine, ino meta.Ino, limit int) {
 		}
 		e.mu.Lock()
 		e.chunks[ino][index] = repl
+		live := map[meta.SliceID]bool{} // a packed object is shared by records of other chunks
+		for _, chunks := range e.chunks {
+			for _, list := range chunks {
+				for _, sl := range list {
+					live[sl.ID] = true
+				}
+			}
+		}
 		e.mu.Unlock()
 		for _, sl := range old {
-			if sl.ID != 0 {
+			if sl.ID != 0 && !live[sl.ID] {
+				live[sl.ID] = true // delete once
 				if err := s.DeleteSlice(context.Background(), sl.ID, sl.Size); err != nil {
 					t.Fatal(err)
 				}

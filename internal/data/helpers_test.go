@@ -103,15 +103,18 @@ func (e *engine) newID(context.Context) (meta.SliceID, error) {
 }
 
 func (e *engine) committer(ino meta.Ino) CommitFunc {
-	return func(_ context.Context, index uint32, s meta.Slice) error {
+	return func(_ context.Context, ws []meta.SliceWrite) error {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if e.chunks[ino] == nil {
 			e.chunks[ino] = map[uint32][]meta.Slice{}
 		}
-		e.chunks[ino][index] = append(e.chunks[ino][index], s)
-		if e.log != nil {
-			e.log.add("commit %d %d", s.ID, s.Size)
+		for _, r := range ws {
+			s := r.S
+			e.chunks[ino][r.Index] = append(e.chunks[ino][r.Index], s)
+			if e.log != nil {
+				e.log.add("commit %d %d", s.ID, s.Size)
+			}
 		}
 		return nil
 	}

@@ -66,8 +66,9 @@ func (w *Writer) snapshot(p *Pending, s *slice, v meta.Slice) {
 			s.idMu.Lock()
 			id := s.id
 			s.idMu.Unlock()
+			size, base := s.object()
 			p.pieces = append(p.pieces, pendingPiece{pos: at,
-				stored: meta.Slice{ID: id, Size: s.length, Off: uint32(off), Len: uint32(n), Pos: at}})
+				stored: meta.Slice{ID: id, Size: size, Off: base + uint32(off), Len: uint32(n), Pos: at}})
 		} else {
 			data := make([]byte, n)
 			for c := 0; c < n; {

@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"shoal/internal/meta"
@@ -35,7 +36,7 @@ func (w *Writer) startUpload(s *slice, bi int) {
 func (w *Writer) upload(s *slice, bi int, b *block, size int, gen uint64) {
 	id, err := w.sliceID(s)
 	if err == nil {
-		err = w.s.put(BlockKey(id, bi, size), b.pages, size)
+		err = w.s.put(BlockKey(id, bi, size), func() io.Reader { return newPageReader(b.pages, w.s.pageSize, size) }, size)
 	}
 	// Count the upload finished only after its pages are back, or a
 	// waiting writer could see a full buffer with nothing draining and
@@ -96,9 +97,9 @@ func (w *Writer) sliceID(s *slice) (meta.SliceID, error) {
 	return id, nil
 }
 
-// put stores a block, retrying with exponential backoff. The error names
-// the key.
-func (s *Store) put(key string, pages [][]byte, size int) error {
+// put stores a block of size bytes read from a fresh newReader() per
+// attempt, retrying with exponential backoff. The error names the key.
+func (s *Store) put(key string, newReader func() io.Reader, size int) error {
 	delay := s.backoff
 	for attempt := 1; ; attempt++ {
 		select {
@@ -106,7 +107,7 @@ func (s *Store) put(key string, pages [][]byte, size int) error {
 		case <-s.ctx.Done():
 			return fmt.Errorf("put %s: %w", key, s.ctx.Err())
 		}
-		err := s.objects.Put(s.ctx, key, newPageReader(pages, s.pageSize, size), int64(size))
+		err := s.objects.Put(s.ctx, key, newReader(), int64(size))
 		<-s.uploads
 		if err == nil {
 			s.counters.blocksPut.Add(1)
@@ -129,6 +130,12 @@ func (w *Writer) retryFailed() {
 		return
 	}
 	for _, s := range w.queue {
+		if s.pack != nil {
+			if s.pack.err != nil && !s.pack.uploading {
+				w.startPackUpload(s.pack)
+			}
+			continue
+		}
 		for bi, b := range s.blocks {
 			if b.err != nil {
 				w.startUpload(s, bi)

@@ -13,11 +13,14 @@ import (
 // IDFunc returns a new volume-unique slice id (the engine's NewSliceID).
 type IDFunc func(ctx context.Context) (meta.SliceID, error)
 
-// CommitFunc records slice s in chunk index of the file (the engine's
-// WriteChunk). The Writer calls it only after every block of s is stored,
-// strictly in the order the slices were written, from one goroutine at a
-// time (not necessarily the caller's).
-type CommitFunc func(ctx context.Context, index uint32, s meta.Slice) error
+// CommitFunc records slices of the file, in order, in one transaction
+// (the engine's WriteSlices). The Writer calls it only after every block
+// of every slice in ws is stored, strictly in the order the slices were
+// written, from one goroutine at a time (not necessarily the caller's).
+type CommitFunc func(ctx context.Context, ws []meta.SliceWrite) error
+
+// maxCommitBatch bounds the slices one CommitFunc call records.
+const maxCommitBatch = 256
 
 // scanDepth bounds how many of a chunk's newest uncommitted slices a write
 // considers extending. Beyond it a write simply starts a new slice, which
@@ -53,6 +56,8 @@ type Writer struct {
 	timer      *time.Timer         // idle commit timer
 	armed      bool                // timer pending
 	closed     bool                // Close called
+	open       *pack               // pack taking small frozen slices, see pack.go
+	noPack     bool                // store every slice in objects of its own
 }
 
 // slice is one uncommitted slice: bytes [0, length) of its data sit at
@@ -71,8 +76,23 @@ type slice struct {
 	written time.Time
 	stored  time.Time // when its first block was stored
 
+	// pack, when set, stores s's bytes at off of a shared object (see
+	// pack.go); s.id is then the pack's id, set once it is stored.
+	pack *pack
+	off  uint32
+
 	idMu sync.Mutex
 	id   meta.SliceID
+}
+
+// object returns the size of the object(s) s's bytes are stored in and
+// their offset there: a slice of its own, or its place in a pack (whose
+// size is final once stored).
+func (s *slice) object() (size, off uint32) {
+	if s.pack != nil {
+		return uint32(s.pack.size), s.off
+	}
+	return s.length, 0
 }
 
 // block is one block of a slice's buffered data, in pages.
@@ -215,6 +235,11 @@ func (w *Writer) freeze(s *slice) {
 		return
 	}
 	s.frozen = true
+	if w.packable(s) {
+		w.packSlice(s)
+		w.kickCommit()
+		return
+	}
 	w.sealFull(s)
 	if s.sealed < len(s.blocks) {
 		w.seal(s)
@@ -285,6 +310,9 @@ func (w *Writer) firstFailure(seq uint64) error {
 	for _, s := range w.queue {
 		if s.seq > seq {
 			break
+		}
+		if s.pack != nil && s.pack.err != nil {
+			return fmt.Errorf("data: write inode %d: %w", w.ino, s.pack.err)
 		}
 		for _, b := range s.blocks {
 			if b.err != nil {

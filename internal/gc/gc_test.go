@@ -62,11 +62,11 @@ func (e *env) create(name string) meta.Ino {
 
 // writer returns a Writer for ino whose commits go through hold first.
 func (e *env) writer(ino meta.Ino, hold func()) *data.Writer {
-	return e.data.NewWriter(ino, e.eng.NewSliceID, func(ctx context.Context, index uint32, s meta.Slice) error {
+	return e.data.NewWriter(ino, e.eng.NewSliceID, func(ctx context.Context, ws []meta.SliceWrite) error {
 		if hold != nil {
 			hold()
 		}
-		_, err := e.eng.WriteChunk(ctx, ino, index, s)
+		_, err := e.eng.WriteSlices(ctx, ino, ws)
 		return err
 	})
 }

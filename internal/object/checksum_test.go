@@ -449,7 +449,12 @@ func TestChecksumUnderDataLayer(t *testing.T) {
 	var committed []meta.Slice
 	var next meta.SliceID
 	w := ds.NewWriter(2, func(context.Context) (meta.SliceID, error) { next++; return next, nil },
-		func(_ context.Context, _ uint32, s meta.Slice) error { committed = append(committed, s); return nil })
+		func(_ context.Context, ws []meta.SliceWrite) error {
+			for _, r := range ws {
+				committed = append(committed, r.S)
+			}
+			return nil
+		})
 	content := randData(30, 2500<<10)
 	if err := w.Write(ctx, 0, content); err != nil {
 		t.Fatal(err)

@@ -105,20 +105,24 @@ func (f *file) getWriter() *data.Writer {
 	return f.writer
 }
 
-// commit records a stored slice in the engine. The data layer calls it in
-// write order, possibly from its own goroutines.
-func (f *file) commit(ctx context.Context, index uint32, s meta.Slice) error {
-	res, err := f.fs.engine.WriteChunk(ctx, f.ino, index, s)
+// commit records stored slices in the engine, in one transaction. The
+// data layer calls it in write order, possibly from its own goroutines.
+func (f *file) commit(ctx context.Context, ws []meta.SliceWrite) error {
+	res, err := f.fs.engine.WriteSlices(ctx, f.ino, ws)
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
-	delete(f.chunks, index)
+	for index := range res.Counts {
+		delete(f.chunks, index)
+	}
 	f.chunkGen++
 	f.length = max(f.length, res.Attr.Length)
 	f.mu.Unlock()
-	if res.SliceCount >= f.fs.cfg.CompactThreshold {
-		f.fs.compactor.schedule(f.ino, index)
+	for index, n := range res.Counts {
+		if n >= f.fs.cfg.CompactThreshold {
+			f.fs.compactor.schedule(f.ino, index)
+		}
 	}
 	return nil
 }
