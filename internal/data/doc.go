@@ -61,7 +61,11 @@
 //  5. A slice that reaches the chunk end freezes: its last partial block
 //     uploads, and it commits once all its blocks are stored. Slices idle
 //     for IdleCommit (or open for ten times that) freeze too, and so do
-//     all of a writer's slices on Flush.
+//     all of a writer's slices on Flush. A small frozen slice still
+//     wholly in memory joins a pack instead: one object for many small
+//     writes (pack.go).
+//  6. Ready slices at the head of the queue commit together, up to
+//     maxCommitBatch per CommitFunc call (one engine transaction).
 //
 // Stored-but-uncommitted blocks look like garbage to gc until the commit
 // lands; gc spares objects younger than its grace period (an hour by
@@ -92,7 +96,7 @@
 // holes with zeros and copies each visible piece block by block. The
 // Reader keeps the last few whole-chunk paintings, keyed by a copy of the
 // list they came from, so a fragmented chunk read piecewise is painted
-// once, not once per read (Resolve is quadratic in the list length).
+// once, not once per read (Resolve is O(n log n) in the list length).
 // Blocks come from a byte-bounded LRU shared by the Store, loaded
 // singleflight style (concurrent loads of a block share one Get). A
 // Reader that sees consecutive offsets fetches whole blocks and

@@ -121,7 +121,12 @@ func (r *Reader) readPiece(ctx context.Context, index uint32, p meta.Slice, dst 
 		}
 		n := min(len(dst), size-bo)
 		key := BlockKey(p.ID, bi, size)
-		if err := r.s.readBlock(ctx, key, size, bo, dst[:n], seq); err != nil {
+		// A sequential reader fetches whole blocks for the reads after
+		// this one, unless the record covers little of the block (a small
+		// write packed with others): the rest of the block is other data.
+		lo, hi := max(int(p.Off), bi*bs), min(int(p.Off+p.Len), bi*bs+size)
+		whole := seq && (hi-lo)*4 >= size
+		if err := r.s.readBlock(ctx, key, size, bo, dst[:n], whole); err != nil {
 			return r.fail(index, p, off, key, err)
 		}
 		dst = dst[n:]

@@ -1,73 +1,120 @@
 package meta
 
+import "sort"
+
 // Resolve paints a chunk's slice list (oldest first) and returns the pieces
 // visible in [pos, pos+length): consecutive, non-overlapping slices that
 // cover the window exactly, with holes (ID 0) where nothing was written.
 // Each piece keeps its slice's ID and Size; Off and Len are narrowed to the
 // visible part. Resolve does not modify slices.
 //
-// Slices are clipped to the window before they are painted, so the cost
-// grows with the slices that touch the window, not with the whole list: a
-// small read or commit in a chunk of a thousand random writes stays cheap.
+// It sweeps the window once: the slices that touch it become events at
+// their ends, and between two event positions the newest slice covering
+// the range (the largest list index, kept in a max-heap) is the visible
+// one. That is O(k log k) for the k slices touching the window, so a
+// whole-chunk painting of a chunk of thousands of random writes stays
+// cheap (painting each slice over a list was O(k²)), and a small read or
+// commit pays mostly for one scan of the list.
 func Resolve(slices []Slice, pos, length uint32) []Slice {
 	end := pos + length
-	var painted []Slice
-	for _, s := range slices {
+	type event struct {
+		at    uint32
+		idx   int
+		start bool
+	}
+	var evs []event
+	for i, s := range slices {
 		from, to := max(s.Pos, pos), min(s.Pos+s.Len, end)
 		if from < to {
-			painted = paint(painted, cut(s, from, to))
+			evs = append(evs, event{from, i, true}, event{to, i, false})
 		}
 	}
 	out := make([]Slice, 0, 4)
+	if len(evs) == 0 {
+		return append(out, Slice{Pos: pos, Len: length})
+	}
+	sort.Slice(evs, func(a, b int) bool { return evs[a].at < evs[b].at })
+	var active maxHeap
+	ended := make(map[int]bool)
+	last := -2 // list index of the last piece emitted; -1 for a gap
+	emit := func(from, to uint32, idx int) {
+		if from >= to {
+			return
+		}
+		if n := len(out); n > 0 && idx == last {
+			out[n-1].Len += to - from
+			return
+		}
+		last = idx
+		if idx < 0 {
+			out = append(out, Slice{Pos: from, Len: to - from})
+			return
+		}
+		out = append(out, cut(slices[idx], from, to))
+	}
 	at := pos
-	for _, p := range painted {
-		pEnd := p.Pos + p.Len
-		if pEnd <= at || p.Pos >= end {
-			continue
+	for k := 0; k < len(evs); {
+		x := evs[k].at
+		emit(at, x, active.top())
+		for ; k < len(evs) && evs[k].at == x; k++ {
+			if evs[k].start {
+				active.push(evs[k].idx)
+			} else {
+				ended[evs[k].idx] = true
+			}
 		}
-		if p.Pos > at {
-			out = append(out, Slice{Pos: at, Len: p.Pos - at})
-			at = p.Pos
+		for len(active) > 0 && ended[active[0]] {
+			active.pop()
 		}
-		out = append(out, cut(p, at, min(pEnd, end)))
-		at = min(pEnd, end)
+		at = x
 	}
-	if at < end {
-		out = append(out, Slice{Pos: at, Len: end - at})
-	}
+	emit(at, end, -1)
 	return out
 }
 
-// paint lays s over the sorted, non-overlapping list painted.
-func paint(painted []Slice, s Slice) []Slice {
-	sEnd := s.Pos + s.Len
-	out := make([]Slice, 0, len(painted)+2)
-	inserted := false
-	for _, p := range painted {
-		pEnd := p.Pos + p.Len
-		if pEnd <= s.Pos || p.Pos >= sEnd {
-			if !inserted && p.Pos >= sEnd {
-				out = append(out, s)
-				inserted = true
-			}
-			out = append(out, p)
-			continue
-		}
-		if p.Pos < s.Pos {
-			out = append(out, cut(p, p.Pos, s.Pos))
-		}
-		if !inserted {
-			out = append(out, s)
-			inserted = true
-		}
-		if pEnd > sEnd {
-			out = append(out, cut(p, sEnd, pEnd))
-		}
+// maxHeap is a binary max-heap of list indexes.
+type maxHeap []int
+
+func (h maxHeap) top() int {
+	if len(h) == 0 {
+		return -1
 	}
-	if !inserted {
-		out = append(out, s)
+	return h[0]
+}
+
+func (h *maxHeap) push(v int) {
+	a := append(*h, v)
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p] >= a[i] {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
 	}
-	return out
+	*h = a
+}
+
+func (h *maxHeap) pop() {
+	a := *h
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, r, big := 2*i+1, 2*i+2, i
+		if l < n && a[l] > a[big] {
+			big = l
+		}
+		if r < n && a[r] > a[big] {
+			big = r
+		}
+		if big == i {
+			break
+		}
+		a[i], a[big] = a[big], a[i]
+		i = big
+	}
+	*h = a
 }
 
 // cut narrows s to the chunk range [from, to), which must lie within it.

@@ -97,3 +97,95 @@ func BenchmarkResolveSmallWindow(b *testing.B) {
 		Resolve(slices, uint32(i%(ChunkSize/4096))*4096, 4096)
 	}
 }
+
+// resolveSlow is the first Resolve (paint every slice over a sorted list),
+// kept as the reference the sweep is checked against.
+func resolveSlow(slices []Slice, pos, length uint32) []Slice {
+	end := pos + length
+	var painted []Slice
+	for _, s := range slices {
+		from, to := max(s.Pos, pos), min(s.Pos+s.Len, end)
+		if from < to {
+			painted = paintSlow(painted, cut(s, from, to))
+		}
+	}
+	out := make([]Slice, 0, 4)
+	at := pos
+	for _, p := range painted {
+		pEnd := p.Pos + p.Len
+		if pEnd <= at || p.Pos >= end {
+			continue
+		}
+		if p.Pos > at {
+			out = append(out, Slice{Pos: at, Len: p.Pos - at})
+			at = p.Pos
+		}
+		out = append(out, cut(p, at, min(pEnd, end)))
+		at = min(pEnd, end)
+	}
+	if at < end {
+		out = append(out, Slice{Pos: at, Len: end - at})
+	}
+	return out
+}
+
+// paintSlow lays s over the sorted, non-overlapping list painted.
+func paintSlow(painted []Slice, s Slice) []Slice {
+	sEnd := s.Pos + s.Len
+	out := make([]Slice, 0, len(painted)+2)
+	inserted := false
+	for _, p := range painted {
+		pEnd := p.Pos + p.Len
+		if pEnd <= s.Pos || p.Pos >= sEnd {
+			if !inserted && p.Pos >= sEnd {
+				out = append(out, s)
+				inserted = true
+			}
+			out = append(out, p)
+			continue
+		}
+		if p.Pos < s.Pos {
+			out = append(out, cut(p, p.Pos, s.Pos))
+		}
+		if !inserted {
+			out = append(out, s)
+			inserted = true
+		}
+		if pEnd > sEnd {
+			out = append(out, cut(p, sEnd, pEnd))
+		}
+	}
+	if !inserted {
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestResolveMatchesReference compares Resolve with resolveSlow on random
+// lists of many overlapping slices, windows and holes, piece for piece.
+func TestResolveMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for round := 0; round < 3000; round++ {
+		size := uint32(16 + rng.Intn(4000))
+		var slices []Slice
+		for n := rng.Intn(60); n > 0; n-- {
+			pos := uint32(rng.Intn(int(size)))
+			ln := uint32(rng.Intn(int(size-pos))) + 1
+			id := SliceID(1 + rng.Intn(20)) // repeated ids, as packed and cloned records have
+			if rng.Intn(8) == 0 {
+				id = 0
+			}
+			off := uint32(rng.Intn(100))
+			slices = append(slices, Slice{ID: id, Size: off + ln + uint32(rng.Intn(9)), Off: off, Len: ln, Pos: pos})
+		}
+		pos := uint32(rng.Intn(int(size)))
+		ln := uint32(rng.Intn(int(size-pos))) + 1
+		if round%4 == 0 {
+			pos, ln = 0, size
+		}
+		got, want := Resolve(slices, pos, ln), resolveSlow(slices, pos, ln)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: Resolve(%v, %d, %d)\n got %v\nwant %v", round, slices, pos, ln, got, want)
+		}
+	}
+}
