@@ -317,7 +317,9 @@ func (s *Store) prefetchRange(painted []meta.Slice, pos, n uint32) {
 	}
 }
 
-// prefetchPiece starts loading every block that piece p touches.
+// prefetchPiece starts loading every block that piece p touches and
+// covers a quarter of (see readPiece: a packed object's block is mostly
+// other data).
 func (s *Store) prefetchPiece(p meta.Slice) {
 	bs := s.cfg.BlockSize
 	first := int(p.Off) / bs
@@ -328,7 +330,8 @@ func (s *Store) prefetchPiece(p meta.Slice) {
 			return
 		}
 		key := BlockKey(p.ID, bi, size)
-		if s.cache.has(key) {
+		lo, hi := max(int(p.Off), bi*bs), min(int(p.Off+p.Len), bi*bs+size)
+		if s.cache.has(key) || (hi-lo)*4 < size {
 			continue
 		}
 		s.cache.start(key, func() ([]byte, error) { return s.getBlock(key, size) }, s.spawn)
