@@ -65,16 +65,31 @@ func (r *Reader) Read(ctx context.Context, index uint32, slices []meta.Slice, po
 		return 0, nil
 	}
 	seq := r.observe(index, pos, len(buf))
-	r.mu.Lock()
-	painted := r.paint.lookup(index, slices)
-	r.mu.Unlock()
+	var pieces []meta.Slice
 	if seq {
+		// A sequential reader reads the chunk piecewise: paint it once.
+		r.mu.Lock()
+		painted := r.paint.lookup(index, slices)
+		r.mu.Unlock()
 		// Before reading: the blocks this read needs load in parallel
 		// with the ones after them.
 		r.prefetch(index, painted, pos)
+		pieces = window(painted, pos, uint32(len(buf)))
+	} else {
+		// A random read resolves only its window unless the chunk is
+		// painted already: one scan of the list, where painting a chunk
+		// of thousands of small writes would cost a hundred times more.
+		r.mu.Lock()
+		painted, ok := r.paint.find(index, slices)
+		r.mu.Unlock()
+		if ok {
+			pieces = window(painted, pos, uint32(len(buf)))
+		} else {
+			pieces = meta.Resolve(slices, pos, uint32(len(buf)))
+		}
 	}
 	at := 0
-	for _, p := range window(painted, pos, uint32(len(buf))) {
+	for _, p := range pieces {
 		dst := buf[at : at+int(p.Len)]
 		at += int(p.Len)
 		if p.ID == 0 {

@@ -28,14 +28,23 @@ type painting struct {
 	painted []meta.Slice // meta.Resolve(src, 0, meta.Extent(src))
 }
 
-// lookup returns the painting of list for chunk index, building it if
-// needed. The result is shared and must not be modified.
-func (p *paintings) lookup(index uint32, list []meta.Slice) []meta.Slice {
+// find returns the painting of list for chunk index if it is kept. The
+// result is shared and must not be modified.
+func (p *paintings) find(index uint32, list []meta.Slice) ([]meta.Slice, bool) {
 	for i := range p.entries {
 		e := &p.entries[i]
 		if e.valid && e.index == index && slices.Equal(e.src, list) {
-			return e.painted
+			return e.painted, true
 		}
+	}
+	return nil, false
+}
+
+// lookup returns the painting of list for chunk index, building it if
+// needed. The result is shared and must not be modified.
+func (p *paintings) lookup(index uint32, list []meta.Slice) []meta.Slice {
+	if painted, ok := p.find(index, list); ok {
+		return painted
 	}
 	e := &p.entries[p.next]
 	p.next = (p.next + 1) % len(p.entries)

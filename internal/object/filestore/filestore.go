@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"shoal/internal/object"
 )
 
@@ -90,6 +92,10 @@ func isAbsent(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
+// randomRead is the size below which Get hints the kernel not to read
+// ahead.
+const randomRead = 256 << 10
+
 // Get implements object.Store. The reader uses ReadAt on the open file, so
 // it neither shares nor moves a file offset.
 func (s *Store) Get(ctx context.Context, key string, off, limit int64) (io.ReadCloser, error) {
@@ -118,6 +124,12 @@ func (s *Store) Get(ctx context.Context, key string, off, limit int64) (io.ReadC
 	n := fi.Size() - off
 	if limit >= 0 && limit < n {
 		n = limit
+	}
+	if n < randomRead {
+		// A small ranged read (a random read of a block) wants exactly its
+		// bytes: without the hint the kernel reads ahead of it, costing
+		// disk time that the next random read waits for.
+		_ = unix.Fadvise(int(f.Fd()), off, n, unix.FADV_RANDOM)
 	}
 	return &fileReader{SectionReader: io.NewSectionReader(f, off, n), f: f}, nil
 }
