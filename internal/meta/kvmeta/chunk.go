@@ -84,7 +84,10 @@ func (e *Engine) WriteChunk(ctx context.Context, ino meta.Ino, index uint32, s m
 // WriteSlices is WriteChunk for several records in one transaction; a
 // Shared record takes a reference of its own (see meta.SliceWrite). The
 // no-op rule for a record the chunk already holds applies per record, so
-// a batch whose commit outcome was unknown may be sent again.
+// a batch whose commit outcome was unknown may be sent again, alone or as
+// the prefix of a longer batch: records are checked in order until the
+// first one not yet held, and the rest (committed after it, so absent
+// too) are appended without the scan, which costs a pass over the list.
 func (e *Engine) WriteSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceWrite) (meta.CommitResult, error) {
 	res, err := e.writeSlices(ctx, ino, ws)
 	return res, wrap(err, "write %d slices of inode %d", len(ws), ino)
@@ -103,7 +106,9 @@ func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 			return err
 		}
 		lists := map[uint32][]meta.Slice{}
+		refs := map[meta.SliceID]int64{}
 		var delta int64
+		resent := true // still inside a prefix committed before
 		for _, w := range ws {
 			ss, ok := lists[w.Index]
 			if !ok {
@@ -111,18 +116,24 @@ func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 					return err
 				}
 			}
-			if w.S.ID == 0 || !slices.Contains(ss, w.S) {
-				delta += appendedAlloc(ss, w.S)
-				ss = append(ss, w.S)
-				if w.Shared && w.S.ID != 0 {
-					if err := t.incref(w.S.ID, 1); err != nil {
-						return err
-					}
-				}
+			if resent && w.S.ID != 0 && slices.Contains(ss, w.S) {
+				lists[w.Index] = ss
+				continue
+			}
+			resent = false
+			delta += appendedAlloc(ss, w.S)
+			ss = append(ss, w.S)
+			if w.Shared && w.S.ID != 0 {
+				refs[w.S.ID]++
 			}
 			lists[w.Index] = ss
 			if end := uint64(w.Index)*meta.ChunkSize + uint64(w.S.Pos+w.S.Len); end > a.Length {
 				t.setLength(a, end)
+			}
+		}
+		for id, n := range refs {
+			if err := t.incref(id, n); err != nil {
+				return err
 			}
 		}
 		res.Counts = make(map[uint32]int, len(lists))

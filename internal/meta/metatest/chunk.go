@@ -292,6 +292,30 @@ func testWriteSlices(t *testing.T, newEngine Factory) {
 		}
 	}
 	v.wantView(f.Ino, 0, 0, 45056, hole(0, 8192), piece(a, 0, 8192, 4096), hole(12288, 28672), piece(c, 8192, 40960, 4096))
+	// A batch sent again as the prefix of a longer one: only the new
+	// record is added.
+	g := v.file(meta.RootIno, "g")
+	id2, err := v.e.NewSliceID(v.ctx)
+	v.check(err, "new slice id")
+	p1 := meta.Slice{ID: id2, Size: 300, Off: 0, Len: 100, Pos: 0}
+	p2 := meta.Slice{ID: id2, Size: 300, Off: 100, Len: 100, Pos: 1000}
+	p3 := meta.Slice{ID: id2, Size: 300, Off: 200, Len: 100, Pos: 500}
+	_, err = v.e.WriteSlices(v.ctx, g.Ino, []meta.SliceWrite{{S: p1}, {S: p2, Shared: true}})
+	v.check(err, "write slices")
+	res, err = v.e.WriteSlices(v.ctx, g.Ino, []meta.SliceWrite{{S: p1}, {S: p2, Shared: true}, {S: p3, Shared: true}})
+	v.check(err, "write slices again with one more")
+	if res.Counts[0] != 3 || res.Attr.Length != 1100 {
+		t.Fatalf("re-sent prefix: %+v", res)
+	}
+	if ss, err := v.e.ReadChunk(v.ctx, g.Ino, 0); err != nil || !reflect.DeepEqual(ss, []meta.Slice{p1, p2, p3}) {
+		t.Fatalf("re-sent prefix: list %v %v", ss, err)
+	}
+	_, err = v.e.Truncate(v.ctx, g.Ino, 600) // drops p2 only
+	v.check(err, "truncate")
+	v.wantFreed(p1, false)
+	_, err = v.e.Truncate(v.ctx, g.Ino, 0)
+	v.check(err, "truncate")
+	v.wantFreed(p1, true)
 	v.wantView(f.Ino, 1, 0, 100, piece(b, 4096, 0, 100))
 	if _, err := v.e.WriteSlices(v.ctx, f.Ino, []meta.SliceWrite{{Index: 0, S: meta.Slice{ID: id, Size: 1, Len: 0}}}); !errors.Is(err, syscall.EINVAL) {
 		t.Fatalf("empty record: %v, want EINVAL", err)
