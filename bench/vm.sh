@@ -2,9 +2,11 @@
 # bench/vm.sh — the issue-6 speed benchmark: a VM disk image under O_DIRECT.
 #
 # Random 4 KiB reads and writes with O_DIRECT (fio, libaio, direct=1) on a
-# 4 GiB image, created sparse and then partly filled, on two targets in the
-# same run:
+# 4 GiB image, created sparse and then partly filled, on three targets in
+# the same run:
 #   local   a file on the local disk
+#   bindfs  a FUSE passthrough of a local directory (Debian's bindfs): what
+#           any FUSE file system pays on this machine
 #   shoal   a fresh Shoal volume (SQLite + file bucket on the same disk),
 #           mounted with the binary built from this tree
 # Jobs (each over the filled part of the image, so reads hit data):
@@ -13,8 +15,8 @@
 #   randread-par     4 jobs, iodepth 8   (a busy guest: 32 requests in flight)
 #   randwrite-par    4 jobs, iodepth 8
 # Writes end with an fsync (end_fsync), as a guest's flush would, and that
-# time counts. It prints IOPS per target and Shoal's ratio to local (the
-# issue aims for 0.5 or better).
+# time counts. It prints IOPS per target and Shoal's ratios to local (the
+# issue aims for 0.5 or better) and to bindfs.
 #
 # Usage (as root: mounts):
 #   bash bench/vm.sh
@@ -40,9 +42,9 @@ die() { log "error: $*"; exit 1; }
 
 preflight() {
 	[ "$(id -u)" = 0 ] || die "run as root (mounts need it)"
-	if ! command -v fio >/dev/null || ! command -v fusermount3 >/dev/null; then
-		log "installing fio and fuse3"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio fuse3 >&2 || die "apt-get install fio fuse3 failed"
+	if ! command -v fio >/dev/null || ! command -v fusermount3 >/dev/null || ! command -v bindfs >/dev/null; then
+		log "installing fio, fuse3 and bindfs"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio fuse3 bindfs >&2 || die "apt-get install fio fuse3 bindfs failed"
 	fi
 	[ -e /dev/fuse ] || die "no /dev/fuse"
 	check_space
@@ -85,6 +87,7 @@ mount_shoal() {
 
 cleanup() {
 	set +e
+	mountpoint -q "$WORK/pt" && fusermount3 -u "$WORK/pt"
 	if grep -qs " $MNT fuse" /proc/mounts; then
 		"$SHOAL" umount "$MNT" >/dev/null 2>&1 || fusermount3 -u -z "$MNT"
 	fi
@@ -139,11 +142,11 @@ run_target() {
 
 report() {
 	local spec name
-	printf '\n%-16s %12s %12s %8s\n' "4 KiB O_DIRECT" "local IOPS" "shoal IOPS" "ratio"
+	printf '\n%-16s %12s %12s %12s %12s %12s\n' "4 KiB O_DIRECT" "local IOPS" "bindfs IOPS" "shoal IOPS" "shoal/local" "shoal/bindfs"
 	for spec in "${JOBS[@]}"; do
 		read -r name _ <<<"$spec"
-		awk -v n="$name" -v l="${IOPS[local,$name]}" -v s="${IOPS[shoal,$name]}" \
-			'BEGIN {printf "%-16s %12d %12d %8.2f\n", n, l, s, (l > 0 ? s / l : 0)}'
+		awk -v n="$name" -v l="${IOPS[local,$name]}" -v b="${IOPS[bindfs,$name]}" -v s="${IOPS[shoal,$name]}" \
+			'BEGIN {printf "%-16s %12d %12d %12d %12.2f %12.2f\n", n, l, b, s, (l > 0 ? s / l : 0), (b > 0 ? s / b : 0)}'
 	done
 	printf '\nimage %s, %s filled, %ss per job, fio %s, %s, %s cores\n' \
 		"$SIZE" "$FILL" "$RUNTIME" "$(fio --version)" "$(uname -r)" "$(nproc)"
@@ -157,6 +160,10 @@ main() {
 	build
 	mount_shoal
 	run_target local "$WORK/local"
+	mkdir -p "$WORK/pt-src" "$WORK/pt"
+	bindfs "$WORK/pt-src" "$WORK/pt" || die "bindfs mount failed"
+	run_target bindfs "$WORK/pt"
+	fusermount3 -u "$WORK/pt"
 	run_target shoal "$MNT"
 	report
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 	"syscall"
 
@@ -65,11 +66,11 @@ func (r *Reader) Read(ctx context.Context, index uint32, slices []meta.Slice, po
 		return 0, nil
 	}
 	seq := r.observe(index, pos, len(buf))
-	var pieces []meta.Slice
+	var pieces, painted []meta.Slice
 	if seq {
 		// A sequential reader reads the chunk piecewise: paint it once.
 		r.mu.Lock()
-		painted := r.paint.lookup(index, slices)
+		painted = r.paint.lookup(index, slices)
 		r.mu.Unlock()
 		// Before reading: the blocks this read needs load in parallel
 		// with the ones after them.
@@ -96,7 +97,8 @@ func (r *Reader) Read(ctx context.Context, index uint32, slices []meta.Slice, po
 			clear(dst)
 			continue
 		}
-		if err := r.readPiece(ctx, index, p, dst, seq); err != nil {
+		whole := seq && coversBlock(containing(painted, p.Pos), int(p.Off), r.s.cfg.BlockSize)
+		if err := r.readPiece(ctx, index, p, dst, whole); err != nil {
 			return 0, err
 		}
 	}
@@ -122,9 +124,34 @@ func (r *Reader) observe(index, pos uint32, n int) bool {
 	return r.run >= 1
 }
 
+// containing returns the piece of a whole-chunk painting that holds chunk
+// position pos.
+func containing(painted []meta.Slice, pos uint32) meta.Slice {
+	i := sort.Search(len(painted), func(i int) bool { return painted[i].Pos+painted[i].Len > pos })
+	if i == len(painted) {
+		return meta.Slice{}
+	}
+	return painted[i]
+}
+
+// coversBlock reports whether visible piece v (whole, not cut to a read)
+// covers at least a quarter of the block holding its byte off. A
+// sequential reader fetches such blocks whole for the reads after this
+// one; a piece covering little of its block (a small write packed with
+// others) is read by range: the rest of the block is other data.
+func coversBlock(v meta.Slice, off, bs int) bool {
+	if v.ID == 0 {
+		return false
+	}
+	bi := off / bs
+	size := blockLen(bs, v.Size, bi)
+	lo, hi := max(int(v.Off), bi*bs), min(int(v.Off+v.Len), bi*bs+size)
+	return size > 0 && (hi-lo)*4 >= size
+}
+
 // readPiece copies the visible piece p (one slice's bytes) into dst, block
-// by block.
-func (r *Reader) readPiece(ctx context.Context, index uint32, p meta.Slice, dst []byte, seq bool) error {
+// by block, fetching whole blocks into the cache when whole is set.
+func (r *Reader) readPiece(ctx context.Context, index uint32, p meta.Slice, dst []byte, whole bool) error {
 	bs := r.s.cfg.BlockSize
 	off := int(p.Off)
 	for len(dst) > 0 {
@@ -136,11 +163,6 @@ func (r *Reader) readPiece(ctx context.Context, index uint32, p meta.Slice, dst 
 		}
 		n := min(len(dst), size-bo)
 		key := BlockKey(p.ID, bi, size)
-		// A sequential reader fetches whole blocks for the reads after
-		// this one, unless the record covers little of the block (a small
-		// write packed with others): the rest of the block is other data.
-		lo, hi := max(int(p.Off), bi*bs), min(int(p.Off+p.Len), bi*bs+size)
-		whole := seq && (hi-lo)*4 >= size
 		if err := r.s.readBlock(ctx, key, size, bo, dst[:n], whole); err != nil {
 			return r.fail(index, p, off, key, err)
 		}
@@ -345,8 +367,7 @@ func (s *Store) prefetchPiece(p meta.Slice) {
 			return
 		}
 		key := BlockKey(p.ID, bi, size)
-		lo, hi := max(int(p.Off), bi*bs), min(int(p.Off+p.Len), bi*bs+size)
-		if s.cache.has(key) || (hi-lo)*4 < size {
+		if s.cache.has(key) || !coversBlock(p, bi*bs, bs) {
 			continue
 		}
 		s.cache.start(key, func() ([]byte, error) { return s.getBlock(key, size) }, s.spawn)
