@@ -43,14 +43,18 @@
 //
 // One database file in WAL mode with synchronous=NORMAL: a committed
 // transaction is in the WAL and survives a process crash or kill -9; a
-// power failure may lose the last transactions but never corrupts. Write
-// transactions go through a single connection and begin IMMEDIATE, so
-// in-process writers queue in database/sql instead of spinning on
-// SQLITE_BUSY, and two read-then-write transactions cannot deadlock on the
-// lock upgrade. Views use a separate pool of query_only connections and
-// run beside the writer (WAL readers see the snapshot of their first
-// read). Statements are prepared once per connection. Other processes
-// using the same file are handled by busy_timeout and then the retry loop.
+// power failure may lose the last transactions but never corrupts.
+// SQLite's connections are the driver's own, used without database/sql
+// (litepool.go: for an embedded database, database/sql's goroutines and
+// conversions cost more than the query). Write transactions go through a
+// single connection and begin IMMEDIATE, so in-process writers queue for
+// it instead of spinning on SQLITE_BUSY, and two read-then-write
+// transactions cannot deadlock on the lock upgrade. Views use a separate
+// pool of query_only connections and run beside the writer (WAL readers
+// see the snapshot of their first read). Statements are prepared once per
+// connection. Other processes using the same file are handled by
+// busy_timeout and then the retry loop. PostgreSQL goes through
+// database/sql and pgx (pool.go).
 //
 // # PostgreSQL
 //
