@@ -17,6 +17,13 @@ import (
 // parallel, so they arrive slightly out of order.
 const seqSlack = 1 << 20
 
+// seqRun is how many reads in a row must continue each other before a
+// reader counts as sequential (whole blocks, read-ahead). With one, a
+// random reader of a large file lands within seqSlack of its last read
+// now and then (parallel random 4 KiB reads over a GiB: one read in a few
+// hundred) and pulls megabytes it will not read.
+const seqRun = 2
+
 // smallBlock is the size up to which a block is always fetched whole: one
 // request either way, and the rest is likely read next.
 const smallBlock = 128 << 10
@@ -106,7 +113,8 @@ func (r *Reader) Read(ctx context.Context, index uint32, slices []meta.Slice, po
 }
 
 // observe classifies a read as sequential or random and updates the
-// detector. The first read at offset 0 counts as sequential.
+// detector: sequential from the second read in a row that continues the
+// one before (the first read at offset 0 counts as continuing).
 func (r *Reader) observe(index, pos uint32, n int) bool {
 	off := uint64(index)*meta.ChunkSize + uint64(pos)
 	end := off + uint64(n)
@@ -121,7 +129,7 @@ func (r *Reader) observe(index, pos uint32, n int) bool {
 		r.aheadTo = 0
 		r.runFrom = off
 	}
-	return r.run >= 1
+	return r.run >= seqRun
 }
 
 // containing returns the piece of a whole-chunk painting that holds chunk
