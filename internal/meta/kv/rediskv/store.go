@@ -76,7 +76,7 @@ func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, er
 	s.client = redis.NewUniversalClient(&c.opts)
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		_ = s.client.Close()
-		if classify(err) == classUnavailable {
+		if classify(err) == kv.Unavailable {
 			return nil, fmt.Errorf("rediskv: cannot connect to Redis: is the server running at %v? %w (%w)", c.opts.Addrs, meta.ErrUnavailable, err)
 		}
 		return nil, fmt.Errorf("rediskv: %s: %w", s.name, err)
@@ -129,35 +129,26 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// errClass says what the txn helper does with an error.
-type errClass int
-
-const (
-	classFatal       errClass = iota // return it as it is
-	classConflict                    // a WATCHed key changed: run fn again
-	classUnavailable                 // Redis out of reach: run fn again later
-)
-
 // classify sorts go-redis errors. TxFailedErr is EXEC refusing because a
 // WATCHed key changed. Network errors and the replies of a server that is
 // starting, failing over or full of clients mean "not now".
-func classify(err error) errClass {
+func classify(err error) kv.Class {
 	switch {
 	case err == nil:
-		return classFatal
+		return kv.Fatal
 	case errors.Is(err, redis.TxFailedErr), errors.Is(err, kv.ErrConflict):
-		return classConflict
+		return kv.Conflict
 	case errors.Is(err, redis.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return classFatal
+		return kv.Fatal
 	case redis.IsLoadingError(err), redis.IsReadOnlyError(err), redis.IsMasterDownError(err),
 		redis.IsClusterDownError(err), redis.IsTryAgainError(err), redis.IsMaxClientsError(err),
 		redis.IsNoReplicasError(err), errors.Is(err, redis.ErrPoolTimeout):
-		return classUnavailable
+		return kv.Unavailable
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		return classUnavailable
+		return kv.Unavailable
 	}
-	return classFatal
+	return kv.Fatal
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
 )
 
 // PostgreSQL pool bounds: enough connections for a busy mount's parallel
@@ -80,7 +81,7 @@ func (d *pgDialect) connectError(err error) error {
 			return fmt.Errorf("sqlkv: PostgreSQL at %s refused user %q: check the user and password: %w", d.hostPort(), d.cfg.User, err)
 		}
 	}
-	if d.classify(err) == classUnavailable {
+	if d.classify(err) == kv.Unavailable {
 		return fmt.Errorf("sqlkv: cannot connect to PostgreSQL: is the server running at %s? %w (%w)", d.hostPort(), meta.ErrUnavailable, err)
 	}
 	return fmt.Errorf("sqlkv: %s: connect: %w", d.name(), err)
@@ -94,21 +95,21 @@ func (d *pgDialect) txOptions(readOnly bool) *sql.TxOptions {
 // the transaction back; class 08 (connection exception), the 57P0x
 // shutdown codes, too_many_connections and network errors mean the server
 // is (for now) out of reach.
-func (d *pgDialect) classify(err error) errClass {
+func (d *pgDialect) classify(err error) kv.Class {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
 		case pgErr.Code == "40001", pgErr.Code == "40P01":
-			return classConflict
+			return kv.Conflict
 		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "53300":
-			return classUnavailable
+			return kv.Unavailable
 		}
-		return classFatal
+		return kv.Fatal
 	}
 	if isNetError(err) || pgconn.SafeToRetry(err) {
-		return classUnavailable
+		return kv.Unavailable
 	}
-	return classFatal
+	return kv.Fatal
 }
 
 // isNetError reports errors of a connection that broke or never came up.

@@ -25,7 +25,7 @@ type dialect interface {
 	// open connects, checks the server answers, and returns the pool.
 	open(ctx context.Context) (pool, error)
 	// classify says whether err is a conflict, a lost server, or final.
-	classify(err error) errClass
+	classify(err error) kv.Class
 	// rebind turns ? placeholders into the dialect's.
 	rebind(query string) string
 	// batchQueries returns an upsert of many (key, value) pairs taking a

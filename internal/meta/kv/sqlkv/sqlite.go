@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/mattn/go-sqlite3"
+
+	"shoal/internal/meta/kv"
 )
 
 // SQLite settings. WAL lets readers run beside the one writer; with
@@ -77,12 +79,12 @@ func (d *sqliteDialect) open(ctx context.Context) (pool, error) {
 
 // classify: SQLITE_BUSY and SQLITE_LOCKED mean another connection holds a
 // conflicting lock; the transaction was not applied.
-func (d *sqliteDialect) classify(err error) errClass {
+func (d *sqliteDialect) classify(err error) kv.Class {
 	var se sqlite3.Error
 	if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
-		return classConflict
+		return kv.Conflict
 	}
-	return classFatal
+	return kv.Fatal
 }
 
 func (d *sqliteDialect) rebind(query string) string { return query }
