@@ -111,8 +111,8 @@ func (w *Writer) nextBatch() ([]*slice, []meta.SliceWrite, map[*pack]int) {
 // fails and Flush and Close report it.
 func (w *Writer) verify(ms meta.Slice) error {
 	bs := w.s.cfg.BlockSize
-	for i := 0; i < blockCount(bs, ms.Size); i++ {
-		key := BlockKey(ms.ID, i, blockLen(bs, ms.Size, i))
+	for i := 0; i < BlockCount(bs, ms.Size); i++ {
+		key := BlockKey(ms.ID, i, BlockLen(bs, ms.Size, i))
 		if _, err := w.s.objects.Head(w.s.ctx, key); err != nil {
 			return fmt.Errorf("block %s stored at least %v ago: %w", key, w.s.verifyAfter, err)
 		}

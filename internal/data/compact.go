@@ -141,13 +141,13 @@ func (w *Writer) abort() []meta.Slice {
 // are dropped.
 func (s *Store) DeleteSlice(ctx context.Context, id meta.SliceID, size uint32) error {
 	bs := s.cfg.BlockSize
-	n := blockCount(bs, size)
+	n := BlockCount(bs, size)
 	sem := make(chan struct{}, s.cfg.Uploads)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
 	for i := 0; i < n; i++ {
-		key := BlockKey(id, i, blockLen(bs, size, i))
+		key := BlockKey(id, i, BlockLen(bs, size, i))
 		s.cache.drop(key)
 		sem <- struct{}{}
 		wg.Add(1)

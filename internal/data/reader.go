@@ -152,7 +152,7 @@ func coversBlock(v meta.Slice, off, bs int) bool {
 		return false
 	}
 	bi := off / bs
-	size := blockLen(bs, v.Size, bi)
+	size := BlockLen(bs, v.Size, bi)
 	lo, hi := max(int(v.Off), bi*bs), min(int(v.Off+v.Len), bi*bs+size)
 	return size > 0 && (hi-lo)*4 >= size
 }
@@ -164,7 +164,7 @@ func (r *Reader) readPiece(ctx context.Context, index uint32, p meta.Slice, dst 
 	off := int(p.Off)
 	for len(dst) > 0 {
 		bi, bo := off/bs, off%bs
-		size := blockLen(bs, p.Size, bi)
+		size := BlockLen(bs, p.Size, bi)
 		if size <= bo {
 			return r.fail(index, p, off, BlockKey(p.ID, bi, max(size, 0)),
 				fmt.Errorf("slice %v: offset beyond its size: %w", p, ErrCorrupt))
@@ -370,7 +370,7 @@ func (s *Store) prefetchPiece(p meta.Slice) {
 	first := int(p.Off) / bs
 	last := (int(p.Off+p.Len) - 1) / bs
 	for bi := first; bi <= last; bi++ {
-		size := blockLen(bs, p.Size, bi)
+		size := BlockLen(bs, p.Size, bi)
 		if size <= 0 {
 			return
 		}

@@ -184,7 +184,7 @@ func TestReaderReadAhead(t *testing.T) {
 	}
 	mustEqual(t, "sequential read", got, data)
 	s.wg.Wait() // let prefetches settle
-	blocks := int64(blockCount(bs, uint32(len(data))))
+	blocks := int64(BlockCount(bs, uint32(len(data))))
 	if n := gc.gets.Load(); n > blocks+2 {
 		t.Fatalf("%d Gets for %d blocks: blocks fetched more than once", n, blocks)
 	}

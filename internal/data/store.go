@@ -180,13 +180,13 @@ func BlockKey(id meta.SliceID, index int, size int) string {
 	return fmt.Sprintf("chunks/%d/%d/%d_%d_%d", id/1_000_000, id/1_000, id, index, size)
 }
 
-// blockLen returns the size of block index of a slice of size bytes.
-func blockLen(blockSize int, size uint32, index int) int {
+// BlockLen returns the size of block index of a slice of size bytes.
+func BlockLen(blockSize int, size uint32, index int) int {
 	return min(blockSize, int(size)-index*blockSize)
 }
 
-// blockCount returns how many blocks a slice of size bytes has.
-func blockCount(blockSize int, size uint32) int {
+// BlockCount returns how many blocks a slice of size bytes has.
+func BlockCount(blockSize int, size uint32) int {
 	return (int(size) + blockSize - 1) / blockSize
 }
 

@@ -19,7 +19,7 @@ func (w *Writer) startUpload(s *slice, bi int) {
 		b.err = nil
 		w.failures--
 	}
-	size := blockLen(w.s.cfg.BlockSize, s.length, bi)
+	size := BlockLen(w.s.cfg.BlockSize, s.length, bi)
 	gen := w.gen
 	w.s.buf.uploading(1)
 	if !w.s.spawn(func() { w.upload(s, bi, b, size, gen) }) {

@@ -190,8 +190,8 @@ func TestWriterPutBeforeCommit(t *testing.T) {
 			if _, err := fmt.Sscanf(ev, "commit %d %d", &id, &size); err != nil {
 				t.Fatal(err)
 			}
-			for b := 0; b < blockCount(4096, size); b++ {
-				key := BlockKey(id, b, blockLen(4096, size, b))
+			for b := 0; b < BlockCount(4096, size); b++ {
+				key := BlockKey(id, b, BlockLen(4096, size, b))
 				if at, ok := put[key]; !ok || at > i {
 					t.Fatalf("commit of slice %d at event %d before put of %s", id, i, key)
 				}

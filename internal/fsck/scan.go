@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"shoal/internal/data"
 	"shoal/internal/gc"
 	"shoal/internal/meta"
 	"shoal/internal/object"
@@ -11,9 +12,6 @@ import (
 
 // chunkPrefix is where block objects live (data.BlockKey).
 const chunkPrefix = "chunks/"
-
-// listPage is how many objects one List call returns.
-const listPage = 1000
 
 // holder is one chunk that refers to a slice.
 type holder struct {
@@ -64,7 +62,7 @@ func (c *checker) scan(ctx context.Context) error {
 	}
 	c.rep.Slices = len(c.refs)
 	for _, r := range c.refs {
-		c.rep.Blocks += int64(blockCount(c.o.BlockSize, r.size))
+		c.rep.Blocks += int64(data.BlockCount(c.o.BlockSize, r.size))
 	}
 	return nil
 }
@@ -73,21 +71,16 @@ func (c *checker) scan(ctx context.Context) error {
 func (c *checker) list(ctx context.Context) error {
 	c.prog.Set("listing objects", 0, 0)
 	c.present = map[string]int64{}
-	after := ""
-	for {
-		infos, err := c.raw.List(ctx, chunkPrefix, after, listPage)
-		if err != nil {
-			return fmt.Errorf("fsck: listing %s after %q: %w", c.raw, after, err)
-		}
-		for _, info := range infos {
+	err := object.Walk(ctx, c.raw, chunkPrefix, func(page []object.Info) {
+		for _, info := range page {
 			c.classify(info)
 		}
-		c.prog.Add(int64(len(infos)))
-		if len(infos) < listPage {
-			return nil
-		}
-		after = infos[len(infos)-1].Key
+		c.prog.Add(int64(len(page)))
+	})
+	if err != nil {
+		return fmt.Errorf("fsck: %w", err)
 	}
+	return nil
 }
 
 // classify files one listed object (stored size) under live, odd, freed,
@@ -100,7 +93,7 @@ func (c *checker) classify(info object.Info) {
 		return
 	}
 	if r, ok := c.refs[b.ID]; ok {
-		if b.Index < blockCount(c.o.BlockSize, r.size) && b.Size == blockLen(c.o.BlockSize, r.size, b.Index) {
+		if b.Index < data.BlockCount(c.o.BlockSize, r.size) && b.Size == data.BlockLen(c.o.BlockSize, r.size, b.Index) {
 			c.present[info.Key] = info.Size
 			c.rep.Live.add(info.Size)
 			return
@@ -115,12 +108,4 @@ func (c *checker) classify(info object.Info) {
 	}
 	c.rep.Leaked.add(info.Size)
 	c.sample(&c.rep.LeakedSample, info.Key)
-}
-
-// blockCount returns how many blocks a slice of size bytes has.
-func blockCount(blockSize int, size uint32) int { return (int(size) + blockSize - 1) / blockSize }
-
-// blockLen returns the data length of block i of a slice of size bytes.
-func blockLen(blockSize int, size uint32, i int) int {
-	return min(blockSize, int(size)-i*blockSize)
 }

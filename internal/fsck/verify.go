@@ -66,8 +66,8 @@ func (c *checker) expectedBlocks() []blockJob {
 	var jobs []blockJob
 	for _, id := range ids {
 		size := c.refs[id].size
-		for i := range blockCount(c.o.BlockSize, size) {
-			n := blockLen(c.o.BlockSize, size, i)
+		for i := range data.BlockCount(c.o.BlockSize, size) {
+			n := data.BlockLen(c.o.BlockSize, size, i)
 			jobs = append(jobs, blockJob{key: data.BlockKey(id, i, n), slice: id, index: i, size: n})
 		}
 	}

@@ -20,7 +20,7 @@ func (c *collector) checkMissing(ctx context.Context) error {
 	c.prog.Set("checking missing", 0, 0)
 	ids := make([]meta.SliceID, 0)
 	for id, r := range c.refs {
-		if int(r.found) < blocks(c.o.BlockSize, r.size) {
+		if int(r.found) < data.BlockCount(c.o.BlockSize, r.size) {
 			ids = append(ids, id)
 		}
 	}
@@ -43,8 +43,8 @@ func (c *collector) checkMissing(ctx context.Context) error {
 // if the slice is no longer where the scan saw it.
 func (c *collector) missingBlocks(ctx context.Context, id meta.SliceID, r *ref) (Missing, error) {
 	m := Missing{Slice: id, Ino: r.ino, Chunk: r.chunk}
-	for i := 0; i < blocks(c.o.BlockSize, r.size); i++ {
-		key := data.BlockKey(id, i, blockLen(c.o.BlockSize, r.size, i))
+	for i := 0; i < data.BlockCount(c.o.BlockSize, r.size); i++ {
+		key := data.BlockKey(id, i, data.BlockLen(c.o.BlockSize, r.size, i))
 		_, err := c.store.Head(ctx, key)
 		if errors.Is(err, object.ErrNotExist) {
 			m.Keys = append(m.Keys, key)

@@ -14,9 +14,6 @@ import (
 // chunkPrefix is where block objects live (data.BlockKey).
 const chunkPrefix = "chunks/"
 
-// listPage is how many objects one List call returns.
-const listPage = 1000
-
 // BlockRef is what a block key names.
 type BlockRef struct {
 	ID    meta.SliceID
@@ -53,32 +50,19 @@ func ParseKey(key string) (BlockRef, bool) {
 	return b, true
 }
 
-// blocks returns how many blocks a slice of size bytes has, and the size
-// of block i.
-func blocks(blockSize int, size uint32) int { return (int(size) + blockSize - 1) / blockSize }
-
-func blockLen(blockSize int, size uint32, i int) int {
-	return min(blockSize, int(size)-i*blockSize)
-}
-
 // list pages through the block objects and classifies each.
 func (c *collector) list(ctx context.Context) error {
 	c.prog.Set("listing objects", 0, 0)
-	after := ""
-	for {
-		infos, err := c.store.List(ctx, chunkPrefix, after, listPage)
-		if err != nil {
-			return fmt.Errorf("gc: listing %s after %q: %w", c.store, after, err)
-		}
-		for _, info := range infos {
+	err := object.Walk(ctx, c.store, chunkPrefix, func(page []object.Info) {
+		for _, info := range page {
 			c.classify(info)
 		}
-		c.prog.Add(int64(len(infos)))
-		if len(infos) < listPage {
-			return nil
-		}
-		after = infos[len(infos)-1].Key
+		c.prog.Add(int64(len(page)))
+	})
+	if err != nil {
+		return fmt.Errorf("gc: %w", err)
 	}
+	return nil
 }
 
 // classify files one listed object under live, mismatched, freed, leaked,
@@ -120,5 +104,5 @@ func (c *collector) classify(info object.Info) {
 
 // expected reports whether b is one of the blocks of a slice of size bytes.
 func (c *collector) expected(size uint32, b BlockRef) bool {
-	return b.Index < blocks(c.o.BlockSize, size) && b.Size == blockLen(c.o.BlockSize, size, b.Index)
+	return b.Index < data.BlockCount(c.o.BlockSize, size) && b.Size == data.BlockLen(c.o.BlockSize, size, b.Index)
 }

@@ -13,6 +13,7 @@ package object
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -51,4 +52,25 @@ type Store interface {
 // Unwrapper is implemented by wrappers to give the store they wrap.
 type Unwrapper interface {
 	Unwrap() Store
+}
+
+// listPage is how many objects one List call of Walk returns.
+const listPage = 1000
+
+// Walk lists every object whose key starts with prefix, in key order, a
+// page of List at a time, and calls fn with each page. The error names
+// the store and where the listing stopped.
+func Walk(ctx context.Context, s Store, prefix string, fn func(page []Info)) error {
+	after := ""
+	for {
+		infos, err := s.List(ctx, prefix, after, listPage)
+		if err != nil {
+			return fmt.Errorf("listing %s after %q: %w", s, after, err)
+		}
+		fn(infos)
+		if len(infos) < listPage {
+			return nil
+		}
+		after = infos[len(infos)-1].Key
+	}
 }
