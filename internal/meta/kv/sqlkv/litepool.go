@@ -37,12 +37,11 @@ var _ pool = (*litePool)(nil)
 
 // liteConn is one SQLite connection and its prepared statements.
 type liteConn struct {
-	c        *sqlite3.SQLiteConn
-	stmts    [numStmts]driver.Stmt
-	beginSQL string // BEGIN IMMEDIATE for the writer, BEGIN for readers
-	begin    driver.Stmt
-	commit   driver.Stmt
-	pool     chan *liteConn
+	c      *sqlite3.SQLiteConn
+	stmts  [numStmts]driver.Stmt
+	begin  driver.Stmt // BEGIN IMMEDIATE for the writer, BEGIN for readers
+	commit driver.Stmt
+	pool   chan *liteConn
 }
 
 // openLitePool opens the writer with writeDSN and readers connections with
@@ -55,7 +54,14 @@ func openLitePool(writeDSN, readDSN string, readers int) (*litePool, error) {
 		if err != nil {
 			return err
 		}
-		lc := &liteConn{c: c.(*sqlite3.SQLiteConn), beginSQL: begin, pool: home}
+		lc := &liteConn{c: c.(*sqlite3.SQLiteConn), pool: home}
+		if lc.begin, err = lc.c.Prepare(begin); err == nil {
+			lc.commit, err = lc.c.Prepare("COMMIT")
+		}
+		if err != nil {
+			_ = lc.c.Close()
+			return err
+		}
 		p.all = append(p.all, lc)
 		home <- lc
 		return nil
@@ -74,13 +80,6 @@ func openLitePool(writeDSN, readDSN string, readers int) (*litePool, error) {
 
 func (p *litePool) prepare(ctx context.Context, queries [numStmts]string) error {
 	for _, lc := range p.all {
-		var err error
-		if lc.begin, err = lc.c.Prepare(lc.beginSQL); err != nil {
-			return err
-		}
-		if lc.commit, err = lc.c.Prepare("COMMIT"); err != nil {
-			return err
-		}
 		for i, q := range queries {
 			if q == "" {
 				continue
@@ -122,13 +121,7 @@ func (p *litePool) begin(ctx context.Context, readOnly bool) (conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var err2 error
-	if lc.begin != nil {
-		_, err2 = lc.begin.Exec(nil)
-	} else { // before prepare: the schema set-up
-		_, err2 = lc.c.Exec(lc.beginSQL, nil)
-	}
-	if err := err2; err != nil {
+	if _, err := lc.begin.Exec(nil); err != nil {
 		lc.pool <- lc
 		return nil, err
 	}
@@ -250,12 +243,7 @@ func (t *liteTx) queryInt(query string, args ...any) (int64, bool, error) {
 // commit commits. A failed COMMIT (SQLITE_BUSY) leaves the transaction
 // open; rollback, which the txn helper always calls, ends it.
 func (t *liteTx) commit() error {
-	var err error
-	if t.lc.commit != nil {
-		_, err = t.lc.commit.Exec(nil)
-	} else { // before prepare: the schema set-up
-		_, err = t.lc.c.Exec("COMMIT", nil)
-	}
+	_, err := t.lc.commit.Exec(nil)
 	return err
 }
 
