@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"shoal/internal/gc"
 	"shoal/internal/meta"
 	"shoal/internal/object"
 )
@@ -57,13 +58,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Count is a number of objects and their bytes.
-type Count struct {
-	Objects int64 `json:"objects"`
-	Bytes   int64 `json:"bytes"`
-}
-
-func (c *Count) add(size int64) { c.Objects++; c.Bytes += size }
+// Count is a number of objects and their bytes, as gc counts them.
+type Count = gc.Count
 
 // Kinds of block damage.
 const (

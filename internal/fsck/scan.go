@@ -86,26 +86,26 @@ func (c *checker) list(ctx context.Context) error {
 // classify files one listed object (stored size) under live, odd, freed,
 // leaked or foreign.
 func (c *checker) classify(info object.Info) {
-	c.rep.Objects.add(info.Size)
+	c.rep.Objects.Add(info.Size)
 	b, ok := gc.ParseKey(info.Key)
 	if !ok {
-		c.rep.Foreign.add(info.Size)
+		c.rep.Foreign.Add(info.Size)
 		return
 	}
 	if r, ok := c.refs[b.ID]; ok {
 		if b.Index < data.BlockCount(c.o.BlockSize, r.size) && b.Size == data.BlockLen(c.o.BlockSize, r.size, b.Index) {
 			c.present[info.Key] = info.Size
-			c.rep.Live.add(info.Size)
+			c.rep.Live.Add(info.Size)
 			return
 		}
-		c.rep.Odd.add(info.Size)
+		c.rep.Odd.Add(info.Size)
 		c.sample(&c.rep.OddSample, info.Key)
 		return
 	}
 	if c.freed[b.ID] {
-		c.rep.Freed.add(info.Size)
+		c.rep.Freed.Add(info.Size)
 		return
 	}
-	c.rep.Leaked.add(info.Size)
+	c.rep.Leaked.Add(info.Size)
 	c.sample(&c.rep.LeakedSample, info.Key)
 }

@@ -127,7 +127,7 @@ func (c *checker) readBlock(ctx context.Context, key string) (int64, error) {
 func (c *checker) readResult(ctx context.Context, j blockJob, n int64, err error) error {
 	switch {
 	case err == nil && n == int64(j.size):
-		c.rep.Read.add(n)
+		c.rep.Read.Add(n)
 	case err == nil:
 		c.damage(j, WrongSize, fmt.Sprintf("read %d bytes, want %d", n, j.size))
 	case errors.Is(err, object.ErrCorrupt):

@@ -136,7 +136,7 @@ func (c *collector) deleteAll(ctx context.Context, infos []object.Info, count *C
 				c.rep.Failures = append(c.rep.Failures, fmt.Sprintf("delete %s: %v", info.Key, err))
 				return
 			}
-			count.add(info.Size)
+			count.Add(info.Size)
 			c.prog.Add(1)
 		}(info)
 	}

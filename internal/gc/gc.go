@@ -48,7 +48,8 @@ type Count struct {
 	Bytes   int64 `json:"bytes"`
 }
 
-func (c *Count) add(size int64) { c.Objects++; c.Bytes += size }
+// Add counts one object of size bytes.
+func (c *Count) Add(size int64) { c.Objects++; c.Bytes += size }
 
 // Missing is a referenced slice with block objects absent from the store.
 type Missing struct {

@@ -68,36 +68,36 @@ func (c *collector) list(ctx context.Context) error {
 // classify files one listed object under live, mismatched, freed, leaked,
 // young or foreign.
 func (c *collector) classify(info object.Info) {
-	c.rep.Objects.add(info.Size)
+	c.rep.Objects.Add(info.Size)
 	b, ok := ParseKey(info.Key)
 	if !ok {
-		c.rep.Foreign.add(info.Size)
+		c.rep.Foreign.Add(info.Size)
 		c.sample(&c.rep.Foreigners, info.Key)
 		return
 	}
 	if r, ok := c.refs[b.ID]; ok {
 		if c.expected(r.size, b) {
 			r.found++
-			c.rep.Live.add(info.Size)
+			c.rep.Live.Add(info.Size)
 			return
 		}
 		// A live slice never has other blocks (its keys are final once
 		// stored): this is a wrong block size or a bug, not a crash leak.
-		c.rep.Mismatched.add(info.Size)
+		c.rep.Mismatched.Add(info.Size)
 		c.sample(&c.rep.MismatchedKeys, info.Key)
 		return
 	}
 	if _, ok := c.freed[b.ID]; ok {
-		c.rep.FreedObjs.add(info.Size)
+		c.rep.FreedObjs.Add(info.Size)
 		c.freedObjs = append(c.freedObjs, info)
 		return
 	}
 	if !info.ModTime.Before(c.rep.Cutoff) {
-		c.rep.Young.add(info.Size)
+		c.rep.Young.Add(info.Size)
 		c.sample(&c.rep.YoungKeys, info.Key)
 		return
 	}
-	c.rep.Leaked.add(info.Size)
+	c.rep.Leaked.Add(info.Size)
 	c.sample(&c.rep.LeakedKeys, info.Key)
 	c.leaked = append(c.leaked, info)
 }
