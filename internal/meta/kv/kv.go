@@ -91,3 +91,18 @@ func GetMany(tx Tx, keys [][]byte) ([][]byte, error) {
 type Syncer interface {
 	Sync(ctx context.Context) error
 }
+
+// PrefixEnd returns the least key greater than every key starting with
+// prefix, or nil if there is none (prefix empty or all 0xff): drop the
+// trailing 0xff bytes and add one to the last byte left. It is the
+// exclusive upper bound of a prefix scan.
+func PrefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

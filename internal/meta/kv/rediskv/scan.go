@@ -206,24 +206,11 @@ func lexFrom(s []byte, incl bool) string {
 
 // lexBelow is the ZRANGEBYLEX upper bound of members starting with s.
 func lexBelow(s []byte) string {
-	end := prefixEnd(s)
+	end := kv.PrefixEnd(s)
 	if end == nil {
 		return "+"
 	}
 	return "(" + string(end)
-}
-
-// prefixEnd returns the least string greater than every string starting
-// with prefix, or nil if there is none (prefix empty or all 0xff).
-func prefixEnd(prefix []byte) []byte {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 // zsetSource yields the keys of one "z" set (one 9-byte prefix) in

@@ -22,7 +22,7 @@
 // reports it from every later call and from the transaction. Scan
 // reads pages of 256 rows with
 //
-//	k >= lo AND k < prefixEnd ORDER BY k LIMIT n
+//	k >= lo AND k < kv.PrefixEnd(prefix) ORDER BY k LIMIT n
 //
 // closing each page's rows before calling fn, so fn may use the tx.
 //

@@ -113,7 +113,7 @@ func (t *tx) Scan(prefix, after []byte, limit int, fn func(key, value []byte) bo
 	if len(after) > 0 {
 		lo = append(lo, 0)
 	}
-	hi := prefixEnd(prefix)
+	hi := kv.PrefixEnd(prefix)
 	left := limit
 	if limit <= 0 {
 		left = math.MaxInt
@@ -157,18 +157,4 @@ func (t *tx) scanPage(lo, hi []byte, n int) ([]row, error) {
 		return nil
 	})
 	return page, err
-}
-
-// prefixEnd returns the least key greater than every key starting with
-// prefix, or nil if there is none (prefix empty or all 0xff): drop the
-// trailing 0xff bytes and add one to the last byte left.
-func prefixEnd(prefix []byte) []byte {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
