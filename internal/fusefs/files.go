@@ -34,7 +34,10 @@ func fillOpen(res vfs.OpenResult, out *fuse.OpenOut) {
 		out.OpenFlags |= fuse.FOPEN_KEEP_CACHE
 	}
 	if res.DirectIO {
-		out.OpenFlags |= fuse.FOPEN_DIRECT_IO
+		// Direct writes to one file may run in parallel: the writer
+		// orders overlapping writes itself, and the kernel still takes
+		// the inode lock for writes that extend the file.
+		out.OpenFlags |= fuse.FOPEN_DIRECT_IO | fuse.FOPEN_PARALLEL_DIRECT_WRITES
 	}
 }
 

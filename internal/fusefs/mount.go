@@ -40,7 +40,7 @@ func Mount(mountpoint string, fs *FS, cfg MountConfig) (*fuse.Server, error) {
 		// page of a listing and afterwards only while the listed names are
 		// being looked up (ls -l, find -type...), not for a plain listing,
 		// which then costs names only.
-		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_READDIRPLUS_AUTO,
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_READDIRPLUS_AUTO | fuse.CAP_ASYNC_DIO,
 		Debug:             cfg.Debug,
 		EnableLocks:       cfg.Locks,
 		DirectMount:       true,
