@@ -85,6 +85,32 @@ func GetMany(tx Tx, keys [][]byte) ([][]byte, error) {
 	return out, nil
 }
 
+// PointReader is implemented by stores that read one key cheaper outside
+// an explicit transaction: one statement instead of BEGIN, SELECT and
+// COMMIT (three cgo calls for SQLite, three round trips for PostgreSQL).
+// A single read is its own consistent snapshot. It is optional: GetOne
+// falls back to a View.
+type PointReader interface {
+	// GetOne returns the committed value of key, or nil if absent, with
+	// View's retry rules.
+	GetOne(ctx context.Context, key []byte) ([]byte, error)
+}
+
+// GetOne reads one key from s: through its PointReader where it has one,
+// else in a View.
+func GetOne(ctx context.Context, s Store, key []byte) ([]byte, error) {
+	if p, ok := s.(PointReader); ok {
+		return p.GetOne(ctx, key)
+	}
+	var v []byte
+	err := s.View(ctx, func(tx Tx) error {
+		var err error
+		v, err = tx.Get(key)
+		return err
+	})
+	return v, err
+}
+
 // Syncer is implemented by stores whose commits are not durable against
 // power loss until a sync (SQLite with synchronous=NORMAL). Sync returns
 // once every transaction committed before the call is durable.

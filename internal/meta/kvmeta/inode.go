@@ -44,14 +44,15 @@ func (e *Engine) Lookup(ctx context.Context, parent meta.Ino, name string) (meta
 
 // Getattr reads one attr record.
 func (e *Engine) Getattr(ctx context.Context, ino meta.Ino) (meta.Attr, error) {
+	// One key: a point read where the store has one (no BEGIN/COMMIT).
+	raw, err := kv.GetOne(ctx, e.store, attrKey(ino))
+	if err == nil && raw == nil {
+		err = syscall.ENOENT
+	}
 	var a meta.Attr
-	err := e.view(ctx, func(t *txn) error {
-		p, err := t.attr(ino)
-		if err == nil {
-			a = *p
-		}
-		return err
-	})
+	if err == nil {
+		a, err = decodeAttr(raw)
+	}
 	return a, wrap(err, "getattr %d", ino)
 }
 

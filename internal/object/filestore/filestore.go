@@ -26,7 +26,8 @@ const tmpPrefix = ".shoal-tmp-"
 
 // Store keeps objects as files under a root directory.
 type Store struct {
-	root string // absolute, cleaned
+	root  string // absolute, cleaned
+	files openFiles
 }
 
 var _ object.Store = (*Store)(nil)
@@ -92,11 +93,12 @@ func isAbsent(err error) bool {
 	return errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
-// randomRead is the size below which Get hints the kernel not to read
+// randomRead is the size below which a Get counts as a random read: its
+// file is kept open for the next one (openFiles) and hinted not to read
 // ahead.
 const randomRead = 256 << 10
 
-// Get implements object.Store. The reader uses ReadAt on the open file, so
+// Get implements object.Store. The reader uses pread on the open file, so
 // it neither shares nor moves a file offset.
 func (s *Store) Get(ctx context.Context, key string, off, limit int64) (io.ReadCloser, error) {
 	if err := checkKey(key); err != nil {
@@ -105,12 +107,12 @@ func (s *Store) Get(ctx context.Context, key string, off, limit int64) (io.ReadC
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("filestore: get %q: %w", key, err)
 	}
+	if limit >= 0 && limit < randomRead {
+		return s.getSmall(key, off, limit)
+	}
 	f, err := os.Open(s.path(key))
 	if err != nil {
-		if isAbsent(err) {
-			return nil, fmt.Errorf("filestore: get %q: %w", key, object.ErrNotExist)
-		}
-		return nil, fmt.Errorf("filestore: get %q: %w", key, err)
+		return nil, getErr(key, err)
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
@@ -125,13 +127,42 @@ func (s *Store) Get(ctx context.Context, key string, off, limit int64) (io.ReadC
 	if limit >= 0 && limit < n {
 		n = limit
 	}
-	if n < randomRead {
-		// A small ranged read (a random read of a block) wants exactly its
-		// bytes: without the hint the kernel reads ahead of it, costing
-		// disk time that the next random read waits for.
-		_ = unix.Fadvise(int(f.Fd()), off, n, unix.FADV_RANDOM)
-	}
 	return &fileReader{SectionReader: io.NewSectionReader(f, off, n), f: f}, nil
+}
+
+// getSmall is Get of at most randomRead bytes, through a kept descriptor.
+func (s *Store) getSmall(key string, off, limit int64) (io.ReadCloser, error) {
+	f := s.files.acquire(key)
+	if f == nil {
+		p := s.path(key)
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, getErr(key, &os.PathError{Op: "open", Path: p, Err: err})
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			unix.Close(fd)
+			if err == nil {
+				err = fmt.Errorf("%s is not a regular file", p)
+			}
+			return nil, fmt.Errorf("filestore: get %q: %w", key, err)
+		}
+		// Random reads want exactly their bytes: without the hint the
+		// kernel reads ahead of each, costing disk time that the next
+		// random read waits for.
+		_ = unix.Fadvise(fd, 0, 0, unix.FADV_RANDOM)
+		f = s.files.add(key, fd, st.Size)
+	}
+	off = min(max(off, 0), f.size)
+	return &keptReader{o: &s.files, f: f, off: off, end: off + min(limit, f.size-off)}, nil
+}
+
+// getErr wraps an open error of Get: ErrNotExist for an absent object.
+func getErr(key string, err error) error {
+	if isAbsent(err) {
+		return fmt.Errorf("filestore: get %q: %w", key, object.ErrNotExist)
+	}
+	return fmt.Errorf("filestore: get %q: %w", key, err)
 }
 
 // fileReader reads a section of an open file and closes the file.
@@ -171,6 +202,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("filestore: delete %q: %w", key, err)
 	}
 	p := s.path(key)
+	s.files.forget(key)
 	// Unlink, not os.Remove: a directory at p is "no object", not a target.
 	if err := syscall.Unlink(p); err != nil && !isAbsent(err) && err != syscall.EISDIR {
 		err = &os.PathError{Op: "unlink", Path: p, Err: err}

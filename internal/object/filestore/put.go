@@ -27,6 +27,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	if err := s.put(ctx, s.path(key), r, size); err != nil {
 		return fmt.Errorf("filestore: put %q: %w", key, err)
 	}
+	s.files.forget(key) // a kept descriptor holds the replaced file
 	return nil
 }
 

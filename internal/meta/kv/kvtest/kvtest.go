@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"LargeValues", testLargeValues},
 		{"ManyKeysPaged", testManyKeysPaged},
 		{"GetMany", testGetMany},
+		{"GetOne", testGetOne},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {

@@ -138,6 +138,15 @@ func (p *litePool) exec(ctx context.Context, query string, args ...any) error {
 	return err
 }
 
+func (p *litePool) query(ctx context.Context, i int, args []any, fn func(cols [][]byte) error) error {
+	lc, err := p.acquire(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer func() { lc.pool <- lc }()
+	return lc.query(i, args, fn)
+}
+
 // closeWait bounds how long close waits for transactions still running
 // in other goroutines to hand their connections back.
 const closeWait = 10 * time.Second
@@ -181,7 +190,12 @@ type liteTx struct {
 }
 
 func (t *liteTx) query(i int, args []any, fn func(cols [][]byte) error) error {
-	rows, err := t.lc.stmts[i].Query(values(args))
+	return t.lc.query(i, args, fn)
+}
+
+// query runs prepared statement i and calls fn with each row's columns.
+func (lc *liteConn) query(i int, args []any, fn func(cols [][]byte) error) error {
+	rows, err := lc.stmts[i].Query(values(args))
 	if err != nil {
 		return err
 	}

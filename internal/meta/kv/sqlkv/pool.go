@@ -20,6 +20,10 @@ type pool interface {
 	begin(ctx context.Context, readOnly bool) (conn, error)
 	// exec runs one statement outside any transaction (a checkpoint).
 	exec(ctx context.Context, query string, args ...any) error
+	// query runs prepared read statement i outside any transaction, on
+	// a reader connection where there are several: the statement is its
+	// own snapshot. fn is called as by conn.query.
+	query(ctx context.Context, i int, args []any, fn func(cols [][]byte) error) error
 	close() error
 }
 
@@ -84,6 +88,14 @@ func (p *sqlPool) exec(ctx context.Context, query string, args ...any) error {
 	return err
 }
 
+func (p *sqlPool) query(ctx context.Context, i int, args []any, fn func(cols [][]byte) error) error {
+	rows, err := p.stmts[i].QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	return eachRow(rows, fn)
+}
+
 func (p *sqlPool) close() error {
 	var errs []error
 	for _, stmt := range p.stmts {
@@ -115,6 +127,12 @@ func (c *sqlConn) query(i int, args []any, fn func(cols [][]byte) error) error {
 	if err != nil {
 		return err
 	}
+	return eachRow(rows, fn)
+}
+
+// eachRow calls fn with the columns of each row, as []byte, and closes
+// rows.
+func eachRow(rows *sql.Rows, fn func(cols [][]byte) error) error {
 	defer rows.Close()
 	names, err := rows.Columns()
 	if err != nil {

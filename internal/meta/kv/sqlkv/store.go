@@ -161,6 +161,30 @@ func (s *Store) View(ctx context.Context, fn func(tx kv.Tx) error) error {
 	return s.txn(ctx, true, fn)
 }
 
+// GetOne implements kv.PointReader: one SELECT outside a transaction,
+// retried like a View.
+func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	var v []byte
+	err := kv.Retry(ctx, "sqlkv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
+		v = nil
+		err := s.pool.query(ctx, stmtGet, []any{key}, func(cols [][]byte) error {
+			v = cols[0]
+			if v == nil {
+				v = []byte{} // present but empty: not the same as absent
+			}
+			return nil
+		})
+		if err != nil {
+			return s.dialect.classify(err), s.wrap("get", err)
+		}
+		return kv.Fatal, nil
+	})
+	return v, err
+}
+
 // Name implements kv.Store: the scheme and location, without a password.
 func (s *Store) Name() string { return s.name }
 
