@@ -154,8 +154,10 @@ type Format struct {
 }
 
 // CurrentFormatVersion is the volume format this binary writes. Engines
-// refuse volumes with a higher version.
-const CurrentFormatVersion = 1
+// refuse volumes with a higher version. Version 2 added appended chunk
+// keys (docs/format.md); version 1 volumes are read and written in the
+// version 1 layout.
+const CurrentFormatVersion = 2
 
 // MaxBlockSize is the largest block object size.
 const MaxBlockSize = 4 << 20

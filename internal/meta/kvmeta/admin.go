@@ -102,17 +102,10 @@ func (e *Engine) fileInodes(ctx context.Context) ([]meta.Ino, error) {
 
 // eachChunk calls fn for each chunk of ino, in index order.
 func (t *txn) eachChunk(ino meta.Ino, fn func(index uint32, ss []meta.Slice)) error {
-	var derr error
-	err := t.tx.Scan(inoKey(kindChunk, ino), nil, 0, func(key, value []byte) bool {
-		ss, err := decodeSlices(value)
-		if err != nil {
-			derr = fmt.Errorf("chunk %d/%d: %w", ino, chunkIndex(key), err)
-			return false
-		}
-		fn(chunkIndex(key), ss)
+	return t.scanChunks(ino, 0, func(index uint32, _ [][]byte, ss []meta.Slice) bool {
+		fn(index, ss)
 		return true
 	})
-	return firstErr(err, derr)
 }
 
 // dumpHeader is the first line of a dump.

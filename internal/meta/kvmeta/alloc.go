@@ -49,7 +49,9 @@ func appendedAlloc(ss []meta.Slice, s meta.Slice) int64 {
 // allocated bytes.
 func (t *txn) setChunkAlloc(ino meta.Ino, index uint32, old, ss []meta.Slice) error {
 	before := visibleBytes(old)
-	t.setChunk(ino, index, ss)
+	if err := t.setChunk(ino, index, ss); err != nil {
+		return err
+	}
 	return t.adjustAlloc(ino, int64(visibleBytes(ss))-int64(before))
 }
 

@@ -117,9 +117,34 @@ func (vs *volumeScan) scanSessions(t *txn) error {
 	return nil
 }
 
+// chunkRecord is one chunk key's records while scanning (order: see
+// chunkKeyOrder) and, after mergeChunks, one chunk's whole list.
 type chunkRecord struct {
 	index  uint32
+	order  int64
 	slices []meta.Slice
+}
+
+// mergeChunks puts each file's chunk keys in key order and joins the keys
+// of one chunk into its list (a whole-volume scan need not be ordered).
+func (vs *volumeScan) mergeChunks() {
+	for ino, recs := range vs.chunks {
+		sort.Slice(recs, func(i, j int) bool {
+			if recs[i].index != recs[j].index {
+				return recs[i].index < recs[j].index
+			}
+			return recs[i].order < recs[j].order
+		})
+		merged := recs[:0]
+		for _, r := range recs {
+			if n := len(merged); n > 0 && merged[n-1].index == r.index {
+				merged[n-1].slices = append(merged[n-1].slices, r.slices...)
+				continue
+			}
+			merged = append(merged, r)
+		}
+		vs.chunks[ino] = merged
+	}
 }
 
 // scanVolume reads every key kind Check needs.
@@ -161,10 +186,13 @@ func scanVolume(t *txn) (*volumeScan, error) {
 			return true
 		}},
 		{kindChunk, func(k, v []byte) bool {
-			ss, err := decodeSlices(v)
+			ss, err := decodeChunkValue(k, v)
+			if err != nil {
+				return keep(err)
+			}
 			ino := meta.Ino(be.Uint64(k[1:]))
-			vs.chunks[ino] = append(vs.chunks[ino], chunkRecord{chunkIndex(k), ss})
-			return keep(err)
+			vs.chunks[ino] = append(vs.chunks[ino], chunkRecord{chunkIndex(k), chunkKeyOrder(k), ss})
+			return true
 		}},
 		{kindRefs, func(k, v []byte) bool { vs.refs[meta.SliceID(be.Uint64(k[1:]))] = decodeInt(v); return true }},
 		{kindFreed, func(k, _ []byte) bool { vs.freed[meta.SliceID(be.Uint64(k[1:]))] = true; return true }},
@@ -177,6 +205,7 @@ func scanVolume(t *txn) (*volumeScan, error) {
 	if err := vs.scanSessions(t); err != nil {
 		return nil, err
 	}
+	vs.mergeChunks()
 	sort.Slice(vs.entries, func(i, j int) bool { return vs.entries[i].ino < vs.entries[j].ino })
 	return vs, firstErr(derr, vs.readCounters(t))
 }

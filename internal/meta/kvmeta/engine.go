@@ -115,6 +115,16 @@ type txn struct {
 	dirty     map[meta.Ino]bool
 	space     int64 // bytes of used space added
 	files     int64 // inodes added
+	// appendChunks: new records may go under appended chunk keys (a
+	// volume of format version 2 or later; see chunk.go).
+	appendChunks bool
+	chunkKeys    map[chunkRef][][]byte // keys of the chunks read, in order
+}
+
+// chunkRef names one chunk of one file.
+type chunkRef struct {
+	ino   meta.Ino
+	index uint32
 }
 
 // update runs fn in one read-write kv transaction; dirty attributes are
@@ -126,6 +136,9 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		t.session = e.currentSession()
 		t.isOpen = e.openChecker()
 		t.dirWindow = int64(e.opts.DirMtimeWindow)
+		if f := e.cachedFormat(); f != nil && f.Version >= appendedChunksVersion {
+			t.appendChunks = true
+		}
 		if err := fn(t); err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 const (
 	kindAttr    = 'A' // A ino → attr record
 	kindDentry  = 'D' // D parent name → ino, type
-	kindChunk   = 'C' // C ino index(4) → slice records
+	kindChunk   = 'C' // C ino index(4) [seq(4)] → slice records
 	kindSymlink = 'S' // S ino → target
 	kindXattr   = 'X' // X ino name → value
 	kindRefs    = 'K' // K slice → reference count when > 1
@@ -63,8 +63,29 @@ func chunkKey(ino meta.Ino, index uint32) []byte {
 	return be.AppendUint32(inoKey(kindChunk, ino), index)
 }
 
-// chunkIndex returns the index of a chunk key.
+// chunkKeyLen is the length of a chunk's base key; an appended key (see
+// chunk.go) adds a 4-byte sequence number.
+const chunkKeyLen = 13
+
+// appendedKey is the key of a chunk's appended records number seq.
+func appendedKey(ino meta.Ino, index, seq uint32) []byte {
+	return be.AppendUint32(chunkKey(ino, index), seq)
+}
+
+// chunkIndex returns the index of a chunk key (base or appended).
 func chunkIndex(key []byte) uint32 { return be.Uint32(key[9:]) }
+
+// chunkKeyOrder is a chunk key's place in its chunk's list: 0 for the
+// base key, seq+1 for an appended one; -1 for a malformed key.
+func chunkKeyOrder(key []byte) int64 {
+	switch len(key) {
+	case chunkKeyLen:
+		return 0
+	case chunkKeyLen + 4:
+		return int64(be.Uint32(key[chunkKeyLen:])) + 1
+	}
+	return -1
+}
 
 func sliceKey(kind byte, id meta.SliceID) []byte {
 	return inoKey(kind, meta.Ino(id))

@@ -1,0 +1,168 @@
+package kvmeta
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
+	"shoal/internal/meta/kv/memkv"
+)
+
+// chunkKeys lists the raw keys of chunk index of ino.
+func chunkKeys(t *testing.T, s kv.Store, ino meta.Ino, index uint32) [][]byte {
+	t.Helper()
+	var keys [][]byte
+	err := s.View(context.Background(), func(tx kv.Tx) error {
+		return tx.Scan(chunkKey(ino, index), nil, 0, func(k, _ []byte) bool {
+			keys = append(keys, slices.Clone(k))
+			return true
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+func newFile(t *testing.T, e *Engine, ctx context.Context, name string) meta.Ino {
+	t.Helper()
+	ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: name, Type: meta.TypeFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ent.Ino
+}
+
+// TestAppendedChunkKeys: commits append a key per chunk instead of
+// rewriting the list; the list reads back whole and in order; the commit
+// that would pass maxChunkKeys folds the list into the base key, and so do
+// compaction and truncation.
+func TestAppendedChunkKeys(t *testing.T) {
+	store := memkv.New()
+	e := New(store, Options{})
+	t.Cleanup(func() { _ = e.Close() })
+	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
+	if err := e.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
+		t.Fatal(err)
+	}
+	ino := newFile(t, e, ctx, "img")
+	var want []meta.Slice
+	write := func(s meta.Slice) {
+		t.Helper()
+		if _, err := e.WriteChunk(ctx, ino, 1, s); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, s)
+	}
+	check := func(when string, keys int) {
+		t.Helper()
+		got, err := e.ReadChunk(ctx, ino, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: list %v, want %v", when, got, want)
+		}
+		if n := len(chunkKeys(t, store, ino, 1)); n != keys {
+			t.Fatalf("%s: %d keys, want %d", when, n, keys)
+		}
+	}
+	for i := range 3 {
+		write(meta.Slice{ID: meta.SliceID(10 + i), Size: 4096, Len: 4096, Pos: uint32(i) * 8192})
+	}
+	check("three commits", 3)
+
+	// A batch adds one key per chunk it touches.
+	ws := []meta.SliceWrite{
+		{Index: 1, S: meta.Slice{ID: 20, Size: 100, Len: 100, Pos: 50}},
+		{Index: 1, S: meta.Slice{ID: 21, Size: 100, Len: 100, Pos: 500}},
+	}
+	if _, err := e.WriteSlices(ctx, ino, ws); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, ws[0].S, ws[1].S)
+	check("a batch", 4)
+	// Sent again (outcome unknown): nothing is added.
+	if _, err := e.WriteSlices(ctx, ino, ws); err != nil {
+		t.Fatal(err)
+	}
+	check("the batch again", 4)
+
+	for i := 4; i < maxChunkKeys; i++ {
+		write(meta.Slice{ID: meta.SliceID(100 + i), Size: 10, Len: 10, Pos: uint32(i) * 100})
+	}
+	check("maxChunkKeys commits", maxChunkKeys)
+	write(meta.Slice{ID: 999, Size: 10, Len: 10, Pos: 7})
+	check("one more commit folds", 1)
+	write(meta.Slice{ID: 1000, Size: 10, Len: 10, Pos: 9})
+	check("appending again", 2)
+
+	// Compaction of a prefix folds the rest in after the replacement.
+	old := slices.Clone(want[:3])
+	repl := []meta.Slice{{ID: 2000, Size: 3 * 8192, Len: 3 * 8192}}
+	if err := e.CompactChunk(ctx, ino, 1, old, repl); err != nil {
+		t.Fatal(err)
+	}
+	want = append(slices.Clone(repl), want[3:]...)
+	check("compaction", 1)
+
+	// Truncating into the chunk cuts the list and folds it.
+	write(meta.Slice{ID: 3000, Size: 10, Len: 10, Pos: 20000})
+	if _, err := e.Truncate(ctx, ino, meta.ChunkSize+8192); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.ReadChunk(ctx, ino, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range meta.Resolve(got, 8192, meta.ChunkSize-8192) {
+		if p.ID != 0 {
+			t.Fatalf("after truncate, data past the end: %v", p)
+		}
+	}
+	if n := len(chunkKeys(t, store, ino, 1)); n != 1 {
+		t.Fatalf("after truncate: %d keys", n)
+	}
+
+	// Deleting the file's data deletes the appended keys too.
+	write(meta.Slice{ID: 3001, Size: 10, Len: 10, Pos: 100})
+	if _, err := e.Truncate(ctx, ino, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(chunkKeys(t, store, ino, 1)); n != 0 {
+		t.Fatalf("after truncate to 0: %d keys", n)
+	}
+	report, err := e.Check(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Problems) > 0 {
+		t.Fatalf("check: %v", report.Problems)
+	}
+}
+
+// TestVersion1Layout: a volume of format version 1 keeps each chunk under
+// its base key alone, so older binaries read it whole.
+func TestVersion1Layout(t *testing.T) {
+	store := memkv.New()
+	e := New(store, Options{})
+	t.Cleanup(func() { _ = e.Close() })
+	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
+	if err := e.Format(ctx, meta.Format{Name: "t", Version: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	ino := newFile(t, e, ctx, "f")
+	for i := range 5 {
+		if _, err := e.WriteChunk(ctx, ino, 0, meta.Slice{ID: meta.SliceID(1 + i), Size: 10, Len: 10, Pos: uint32(i) * 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(chunkKeys(t, store, ino, 0)); n != 1 {
+		t.Fatalf("version 1 volume: %d keys for one chunk, want 1", n)
+	}
+	if got, _ := e.ReadChunk(ctx, ino, 0); len(got) != 5 {
+		t.Fatalf("list %v", got)
+	}
+}
