@@ -1,12 +1,15 @@
 package meta
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+)
 
 // Resolve paints a chunk's slice list (oldest first) and returns the pieces
 // visible in [pos, pos+length): consecutive, non-overlapping slices that
 // cover the window exactly, with holes (ID 0) where nothing was written.
 // Each piece keeps its slice's ID and Size; Off and Len are narrowed to the
-// visible part. Resolve does not modify slices.
+// visible part. Resolve does not modify list.
 //
 // It sweeps the window once: the slices that touch it become events at
 // their ends, and between two event positions the newest slice covering
@@ -15,7 +18,7 @@ import "sort"
 // whole-chunk painting of a chunk of thousands of random writes stays
 // cheap (painting each slice over a list was O(k²)), and a small read or
 // commit pays mostly for one scan of the list.
-func Resolve(slices []Slice, pos, length uint32) []Slice {
+func Resolve(list []Slice, pos, length uint32) []Slice {
 	end := pos + length
 	type event struct {
 		at    uint32
@@ -23,7 +26,7 @@ func Resolve(slices []Slice, pos, length uint32) []Slice {
 		start bool
 	}
 	var evs []event
-	for i, s := range slices {
+	for i, s := range list {
 		from, to := max(s.Pos, pos), min(s.Pos+s.Len, end)
 		if from < to {
 			evs = append(evs, event{from, i, true}, event{to, i, false})
@@ -33,9 +36,9 @@ func Resolve(slices []Slice, pos, length uint32) []Slice {
 	if len(evs) == 0 {
 		return append(out, Slice{Pos: pos, Len: length})
 	}
-	sort.Slice(evs, func(a, b int) bool { return evs[a].at < evs[b].at })
+	slices.SortFunc(evs, func(a, b event) int { return cmp.Compare(a.at, b.at) })
 	var active maxHeap
-	ended := make(map[int]bool)
+	ended := make([]bool, len(list))
 	last := -2 // list index of the last piece emitted; -1 for a gap
 	emit := func(from, to uint32, idx int) {
 		if from >= to {
@@ -50,7 +53,7 @@ func Resolve(slices []Slice, pos, length uint32) []Slice {
 			out = append(out, Slice{Pos: from, Len: to - from})
 			return
 		}
-		out = append(out, cut(slices[idx], from, to))
+		out = append(out, cut(list[idx], from, to))
 	}
 	at := pos
 	for k := 0; k < len(evs); {

@@ -38,25 +38,55 @@ const appendedChunksVersion = 2
 // maxChunkKeys commits instead of at every one).
 const maxChunkKeys = 64
 
-// ReadChunk reads one chunk's keys; the inode is read only when the chunk
-// is absent, to tell an unwritten chunk from a missing inode.
+// ReadChunk reads the inode (for a missing one's ENOENT and the chunk
+// generation) and one chunk's list, from the chunk cache when it holds it.
 func (e *Engine) ReadChunk(ctx context.Context, ino meta.Ino, index uint32) ([]meta.Slice, error) {
 	var out []meta.Slice
 	err := e.view(ctx, func(t *txn) error {
-		ss, err := t.chunk(ino, index)
-		if err != nil || len(ss) > 0 {
-			out = ss
+		if _, err := t.attr(ino); err != nil {
 			return err
 		}
-		_, err = t.attr(ino)
+		var err error
+		out, err = t.chunk(ino, index)
 		return err
 	})
 	return out, wrap(err, "read chunk %d/%d", ino, index)
 }
 
 // chunk returns a chunk's slice list (nil if never written) and remembers
-// its keys for setChunk and appendChunk.
+// its keys for setChunk and appendChunk. With the chunk cache on and the
+// inode's attr read, a list cached at the generation read is used instead
+// of the keys; a list read from the keys is cached (see chunkcache.go).
 func (t *txn) chunk(ino meta.Ino, index uint32) ([]meta.Slice, error) {
+	ref := chunkRef{ino, index}
+	_, known := t.attrs[ino]
+	cacheable := t.cache != nil && known && !t.bumped[ino]
+	if cacheable {
+		if ss, keys, ok := t.cache.get(ref, t.gens[ino]); ok {
+			t.rememberKeys(ref, keys)
+			return ss, nil
+		}
+	}
+	ss, keys, err := t.readChunk(ino, index)
+	if err != nil {
+		return nil, err
+	}
+	t.rememberKeys(ref, keys)
+	if cacheable {
+		t.cache.put(ref, t.gens[ino], slices.Clone(ss), slices.Clone(keys))
+	}
+	return ss, nil
+}
+
+func (t *txn) rememberKeys(ref chunkRef, keys [][]byte) {
+	if t.chunkKeys == nil {
+		t.chunkKeys = make(map[chunkRef][][]byte)
+	}
+	t.chunkKeys[ref] = keys
+}
+
+// readChunk reads a chunk's keys: its list and the keys, in order.
+func (t *txn) readChunk(ino meta.Ino, index uint32) ([]meta.Slice, [][]byte, error) {
 	var ss []meta.Slice
 	var keys [][]byte
 	var derr error
@@ -71,13 +101,46 @@ func (t *txn) chunk(ino meta.Ino, index uint32) ([]meta.Slice, error) {
 		return true
 	})
 	if err = firstErr(err, derr); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if t.chunkKeys == nil {
-		t.chunkKeys = make(map[chunkRef][][]byte)
+	return ss, keys, nil
+}
+
+// wroteChunk notes that this transaction changed chunk ref to list (nil:
+// deleted): the inode's generation goes up, and after the commit the
+// cache holds list.
+func (t *txn) wroteChunk(ref chunkRef, list []meta.Slice) {
+	if _, err := t.attr(ref.ino); err != nil {
+		return // the inode is gone (or going): nothing to keep
 	}
-	t.chunkKeys[chunkRef{ino, index}] = keys
-	return ss, nil
+	if t.wrote == nil {
+		t.wrote = make(map[chunkRef][]meta.Slice)
+		t.bumped = make(map[meta.Ino]bool)
+	}
+	t.wrote[ref] = list
+	if !t.bumped[ref.ino] {
+		t.bumped[ref.ino] = true
+		t.touch(ref.ino) // the attr record carries the new generation
+	}
+}
+
+// publishChunks updates the chunk cache after a commit: each inode whose
+// chunks changed moves to its new generation, with the lists written.
+func (t *txn) publishChunks() {
+	if t.cache == nil {
+		return
+	}
+	for ino := range t.bumped {
+		if _, ok := t.attrs[ino]; !ok {
+			continue // dropped in this transaction
+		}
+		t.cache.advance(ino, t.gens[ino], t.gens[ino]+1)
+	}
+	for ref, list := range t.wrote {
+		if _, ok := t.attrs[ref.ino]; ok {
+			t.cache.put(ref, t.gens[ref.ino]+1, slices.Clone(list), slices.Clone(t.chunkKeys[ref]))
+		}
+	}
 }
 
 // decodeChunkValue decodes the records under one chunk key.
@@ -117,13 +180,16 @@ func (t *txn) setChunk(ino meta.Ino, index uint32, ss []meta.Slice) error {
 		}
 	}
 	base := chunkKey(ino, index)
+	ref := chunkRef{ino, index}
 	if len(ss) == 0 {
 		t.tx.Delete(base)
-		t.chunkKeys[chunkRef{ino, index}] = nil
+		t.chunkKeys[ref] = nil
+		t.wroteChunk(ref, nil)
 		return nil
 	}
 	t.tx.Set(base, encodeSlices(ss))
-	t.chunkKeys[chunkRef{ino, index}] = [][]byte{base}
+	t.chunkKeys[ref] = [][]byte{base}
+	t.wroteChunk(ref, ss)
 	return nil
 }
 
@@ -144,7 +210,9 @@ func (t *txn) appendChunk(ino meta.Ino, index uint32, ss, added []meta.Slice) er
 	}
 	k := appendedKey(ino, index, seq)
 	t.tx.Set(k, encodeSlices(added))
-	t.chunkKeys[chunkRef{ino, index}] = append(keys, k)
+	ref := chunkRef{ino, index}
+	t.chunkKeys[ref] = append(keys, k)
+	t.wroteChunk(ref, ss)
 	return nil
 }
 
@@ -201,7 +269,7 @@ func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 			return err
 		}
 		lists := map[uint32][]meta.Slice{}
-		added := map[uint32][]meta.Slice{}
+		added := map[uint32][]meta.Slice{} // records appended, per chunk
 		refs := map[meta.SliceID]int64{}
 		var delta int64
 		resent := true // still inside a prefix committed before
@@ -217,7 +285,6 @@ func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 				continue
 			}
 			resent = false
-			delta += appendedAlloc(ss, w.S)
 			ss = append(ss, w.S)
 			added[w.Index] = append(added[w.Index], w.S)
 			if w.Shared && w.S.ID != 0 {
@@ -239,6 +306,7 @@ func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 			if len(added[index]) == 0 {
 				continue // all sent before
 			}
+			delta += addedAlloc(ss, len(added[index]))
 			if err := t.appendChunk(ino, index, ss, added[index]); err != nil {
 				return err
 			}
@@ -277,6 +345,9 @@ func (t *txn) modified(a *meta.Attr) {
 // changes and the caller deletes its new slice's objects.
 func (e *Engine) CompactChunk(ctx context.Context, ino meta.Ino, index uint32, old, replacement []meta.Slice) error {
 	err := e.update(ctx, func(t *txn) error {
+		if _, err := t.attr(ino); err != nil {
+			return err
+		}
 		ss, err := t.chunk(ino, index)
 		if err != nil {
 			return err
@@ -410,6 +481,9 @@ func (t *txn) deleteChunksCounting(ino meta.Ino, from uint32, to uint64, count f
 		if ref.ino == ino && ref.index >= from && uint64(ref.index) < to {
 			delete(t.chunkKeys, ref)
 		}
+	}
+	for _, k := range keys {
+		t.wroteChunk(chunkRef{ino, chunkIndex(k)}, nil)
 	}
 	return t.release(records)
 }

@@ -2,6 +2,7 @@ package kvmeta
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -164,5 +165,95 @@ func TestVersion1Layout(t *testing.T) {
 	}
 	if got, _ := e.ReadChunk(ctx, ino, 0); len(got) != 5 {
 		t.Fatalf("list %v", got)
+	}
+}
+
+// TestChunkCacheTwoClients runs random writes, compactions, truncations
+// and clones through two engines over one store, as two mounts, and after
+// each step compares every chunk list each engine reads (cached or not)
+// with the one a fresh engine reads from the keys.
+func TestChunkCacheTwoClients(t *testing.T) {
+	store := memkv.New()
+	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
+	a, b := New(&counting{Store: store}, Options{}), New(&counting{Store: store}, Options{})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	if err := a.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f := newFile(t, a, ctx, "img")
+	g := newFile(t, a, ctx, "clone")
+	truth := func(ino meta.Ino, index uint32) []meta.Slice {
+		fresh := New(&counting{Store: store}, Options{})
+		defer fresh.Close()
+		if _, err := fresh.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ss, err := fresh.ReadChunk(ctx, ino, index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ss
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	for step := range 600 {
+		e := []*Engine{a, b}[r.IntN(2)]
+		index := uint32(r.IntN(3))
+		var what string
+		switch op := r.IntN(10); {
+		case op < 6:
+			what = "write"
+			id, err := e.NewSliceID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := uint32(1 + r.IntN(1<<16))
+			_, err = e.WriteChunk(ctx, f, index, meta.Slice{ID: id, Size: n, Len: n, Pos: uint32(r.IntN(meta.ChunkSize - 1<<16))})
+			if err != nil {
+				t.Fatal(err)
+			}
+		case op < 7:
+			what = "compact"
+			old, err := e.ReadChunk(ctx, f, index)
+			if err != nil || len(old) < 2 {
+				continue
+			}
+			id, err := e.NewSliceID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ext := meta.Extent(old)
+			if err := e.CompactChunk(ctx, f, index, old, []meta.Slice{{ID: id, Size: ext, Len: ext}}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 8:
+			what = "truncate"
+			if _, err := e.Truncate(ctx, f, uint64(r.Int64N(3*meta.ChunkSize))); err != nil {
+				t.Fatal(err)
+			}
+		case op < 9:
+			what = "clone"
+			if _, err := e.CopyFileRange(ctx, meta.CopyRequest{SrcIno: f, DstIno: g, Len: 3 * meta.ChunkSize}); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			what = "read"
+		}
+		for _, ino := range []meta.Ino{f, g} {
+			for i := range uint32(3) {
+				want := truth(ino, i)
+				for name, e := range map[string]*Engine{"a": a, "b": b} {
+					got, err := e.ReadChunk(ctx, ino, i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got, want) {
+						t.Fatalf("step %d (%s): engine %s reads chunk %d/%d as %v, the keys hold %v", step, what, name, ino, i, got, want)
+					}
+				}
+			}
+		}
 	}
 }

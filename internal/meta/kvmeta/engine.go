@@ -30,6 +30,8 @@ type Engine struct {
 	fmtMu  sync.Mutex
 	format *meta.Format // cached by Load and Format
 
+	chunks chunkCache // decoded slice lists (version 2 volumes)
+
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -115,10 +117,15 @@ type txn struct {
 	dirty     map[meta.Ino]bool
 	space     int64 // bytes of used space added
 	files     int64 // inodes added
-	// appendChunks: new records may go under appended chunk keys (a
-	// volume of format version 2 or later; see chunk.go).
+	// appendChunks: new records may go under appended chunk keys, and
+	// lists are cached by generation (a volume of format version 2 or
+	// later; see chunk.go and chunkcache.go).
 	appendChunks bool
-	chunkKeys    map[chunkRef][][]byte // keys of the chunks read, in order
+	cache        *chunkCache
+	chunkKeys    map[chunkRef][][]byte     // keys of the chunks read, in order
+	gens         map[meta.Ino]uint64       // chunk generation of the attrs read
+	bumped       map[meta.Ino]bool         // chunks written: the generation goes up one
+	wrote        map[chunkRef][]meta.Slice // lists written, for the cache
 }
 
 // chunkRef names one chunk of one file.
@@ -136,9 +143,7 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		t.session = e.currentSession()
 		t.isOpen = e.openChecker()
 		t.dirWindow = int64(e.opts.DirMtimeWindow)
-		if f := e.cachedFormat(); f != nil && f.Version >= appendedChunksVersion {
-			t.appendChunks = true
-		}
+		e.useChunkCache(t)
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -148,6 +153,7 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 	})
 	if err == nil && done != nil {
 		e.usage.add(done.space, done.files)
+		done.publishChunks()
 	}
 	return err
 }
@@ -155,8 +161,19 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 // view runs fn in one read-only kv transaction.
 func (e *Engine) view(ctx context.Context, fn func(t *txn) error) error {
 	return e.store.View(ctx, func(tx kv.Tx) error {
-		return fn(newTxn(ctx, tx))
+		t := newTxn(ctx, tx)
+		e.useChunkCache(t)
+		return fn(t)
 	})
+}
+
+// useChunkCache turns on appended chunk keys and the chunk cache for a
+// volume of format version 2 or later.
+func (e *Engine) useChunkCache(t *txn) {
+	if f := e.cachedFormat(); f != nil && f.Version >= appendedChunksVersion {
+		t.appendChunks = true
+		t.cache = &e.chunks
+	}
 }
 
 func newTxn(ctx context.Context, tx kv.Tx) *txn {
@@ -166,6 +183,7 @@ func newTxn(ctx context.Context, tx kv.Tx) *txn {
 		now:   meta.Now(),
 		attrs: make(map[meta.Ino]*meta.Attr, 4),
 		flags: make(map[meta.Ino]byte),
+		gens:  make(map[meta.Ino]uint64),
 		dirty: make(map[meta.Ino]bool, 4),
 	}
 }

@@ -109,11 +109,14 @@ const (
 	flagXattrs byte = 1 << iota
 )
 
-// encodeAttr encodes a with no flags; see encodeAttrFlags.
-func encodeAttr(a *meta.Attr) []byte { return encodeAttrFlags(a, 0) }
+// encodeAttr encodes a with no flags and generation 0; see encodeRecord.
+func encodeAttr(a *meta.Attr) []byte { return encodeAttrRecord(a, 0, 0) }
 
-func encodeAttrFlags(a *meta.Attr, flags byte) []byte {
-	b := make([]byte, 0, attrLen+8)
+// encodeAttrRecord encodes a with its flags byte and, on version 2
+// volumes, its chunk generation (see chunkcache.go; gen 0 is not written,
+// so version 1 volumes keep their record length).
+func encodeAttrRecord(a *meta.Attr, flags byte, gen uint64) []byte {
+	b := make([]byte, 0, attrLen+16)
 	b = append(b, attrVersion, byte(a.Type))
 	b = be.AppendUint16(b, a.Mode)
 	b = be.AppendUint32(b, a.Uid)
@@ -126,7 +129,20 @@ func encodeAttrFlags(a *meta.Attr, flags byte) []byte {
 	b = be.AppendUint32(b, a.Rdev)
 	b = be.AppendUint64(b, uint64(a.Parent))
 	b = append(b, flags)
-	return be.AppendUint64(b, a.Alloc) // appended: older records end at the flags
+	b = be.AppendUint64(b, a.Alloc) // appended: older records end at the flags
+	if gen != 0 {
+		b = be.AppendUint64(b, gen) // appended: older records end at Alloc
+	}
+	return b
+}
+
+// attrGen returns the chunk generation of an encoded attr record (0 for
+// records without one).
+func attrGen(b []byte) uint64 {
+	if len(b) < attrLen+16 {
+		return 0
+	}
+	return be.Uint64(b[attrLen+8:])
 }
 
 // attrFlags returns the flags byte of an encoded attr record.

@@ -31,6 +31,9 @@ func (t *txn) attr(ino meta.Ino) (*meta.Attr, error) {
 	if f := attrFlags(raw); f != 0 {
 		t.flags[ino] = f
 	}
+	if g := attrGen(raw); g != 0 {
+		t.gens[ino] = g
+	}
 	return &a, nil
 }
 
@@ -83,13 +86,18 @@ func (t *txn) drop(ino meta.Ino) {
 	delete(t.attrs, ino)
 	delete(t.dirty, ino)
 	delete(t.flags, ino)
+	delete(t.bumped, ino)
 	t.tx.Delete(attrKey(ino))
 }
 
 // flush writes the changed attributes.
 func (t *txn) flush() {
 	for ino := range t.dirty {
-		t.tx.Set(attrKey(ino), encodeAttrFlags(t.attrs[ino], t.flags[ino]))
+		gen := t.gens[ino]
+		if t.bumped[ino] {
+			gen++
+		}
+		t.tx.Set(attrKey(ino), encodeAttrRecord(t.attrs[ino], t.flags[ino], gen))
 	}
 }
 
