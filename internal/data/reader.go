@@ -60,7 +60,9 @@ func (r *Reader) SetList(list ListFunc) {
 }
 
 // Read fills buf with the visible bytes of chunk index at chunk position
-// pos, given the chunk's slice list (oldest first). Holes read as zeros.
+// pos, given the chunk's slice list (oldest first), which the caller must
+// not change afterwards (long lists are recognised by identity: see
+// sharedPaints). Holes read as zeros.
 // It returns len(buf), or 0 and an error wrapping object.ErrNotExist or
 // ErrCorrupt (naming the inode, file offset and key) when a block is
 // missing or has the wrong size. pos+len(buf) must not pass the chunk end.
@@ -90,7 +92,10 @@ func (r *Reader) Read(ctx context.Context, index uint32, slices []meta.Slice, po
 		r.mu.Lock()
 		painted, ok := r.paint.find(index, slices)
 		r.mu.Unlock()
-		if ok {
+		if !ok {
+			painted = r.s.paints.lookup(r.ino, index, slices)
+		}
+		if painted != nil {
 			pieces = window(painted, pos, uint32(len(buf)))
 		} else {
 			pieces = meta.Resolve(slices, pos, uint32(len(buf)))

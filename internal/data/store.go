@@ -99,6 +99,7 @@ type Store struct {
 	uploads  chan struct{} // upload slots
 	fetches  chan struct{} // fetch slots
 	cache    *cache
+	paints   sharedPaints // paintings of long lists under random reads
 
 	retries int           // Put attempts per block before reporting failure
 	backoff time.Duration // first retry delay; doubles per attempt

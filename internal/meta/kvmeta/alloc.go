@@ -11,8 +11,8 @@ import (
 // of a file that show data rather than holes. They are kept exactly, as a
 // running count in the attr record: every change of a chunk's slice list
 // adds the difference of the chunk's visible data before and after
-// (WriteChunk, CopyFileRange, punch, truncate). Compaction leaves what
-// is visible unchanged, so it does not touch the count.
+// (WriteChunk, CopyFileRange, punch, truncate, and compaction, which
+// writes short holes out as zeros).
 //
 // Rejected: summing the chunks at Getattr (a stat of a 20 GiB image would
 // read 320 chunk lists) and an upper bound from slice lengths (overwrites
@@ -20,16 +20,7 @@ import (
 
 // visibleBytes is how many bytes of a chunk its slice list shows as data.
 func visibleBytes(ss []meta.Slice) uint64 {
-	if len(ss) == 0 {
-		return 0
-	}
-	var n uint64
-	for _, p := range meta.Resolve(ss, 0, meta.ChunkSize) {
-		if p.ID != 0 {
-			n += uint64(p.Len)
-		}
-	}
-	return n
+	return dataBytes(meta.Resolve(ss, 0, meta.ChunkSize))
 }
 
 // appendedAlloc is the change of a chunk's visible data when s is appended
@@ -48,32 +39,80 @@ func appendedAlloc(ss []meta.Slice, s meta.Slice) int64 {
 	return int64(s.Len) - before
 }
 
-// batchAllocMin is the batch size from which addedAlloc paints the span
-// of a batch once instead of scanning the list once per record.
-const batchAllocMin = 32
+// paintMin is the list length from which a commit counts allocated bytes
+// on a painting of the chunk (computed once, then kept with the list in
+// the chunk cache and updated by each commit) rather than with one scan
+// of the list per record.
+const paintMin = 64
 
-// addedAlloc is the change of a chunk's visible data when its last m
-// records were appended, in order, to the ones before. Only the windows of
-// those records change: the earlier list is painted once over their span
-// and the new records are painted over that, so a commit of m records to a
-// chunk of k costs about O((k + m) log(k + m)), not the O(m·k) of one
-// appendedAlloc per record; small batches, for which those scans are
-// cheaper, take one per record.
-func addedAlloc(list []meta.Slice, m int) int64 {
+// addedAlloc returns the change of a chunk's visible data when the last m
+// records of list were appended to the ones before, and the painting of
+// the new list when it computed one (nil otherwise).
+func (t *txn) addedAlloc(ref chunkRef, list []meta.Slice, m int) (int64, []meta.Slice) {
 	k := len(list) - m
-	if m < batchAllocMin {
-		var d int64
-		for i := k; i < len(list); i++ {
-			d += appendedAlloc(list[:i], list[i])
+	p, ok := t.paintings[ref]
+	if !ok {
+		if k < paintMin || t.cache == nil {
+			var d int64
+			for i := k; i < len(list); i++ {
+				d += appendedAlloc(list[:i], list[i])
+			}
+			return d, nil
 		}
-		return d
+		p = meta.Resolve(list[:k], 0, meta.ChunkSize)
 	}
-	ss, added := list[:k], list[k:]
-	u := windows(added)
-	lo, hi := u[0].Pos, u[len(u)-1].Pos+u[len(u)-1].Len
-	before := meta.Resolve(ss, lo, hi-lo)
-	after := meta.Resolve(append(slices.Clone(before), added...), lo, hi-lo)
-	return int64(dataIn(after, u)) - int64(dataIn(before, u))
+	painted, d := paintAdded(p, list[k:])
+	return d, painted
+}
+
+// paintAdded paints added (in order) over p, the painting of a whole
+// chunk (consecutive pieces from 0 to meta.ChunkSize, holes with ID 0),
+// and returns the new painting and the change of its data bytes. Only the
+// pieces under the records change: each run of them is repainted with the
+// records over it, so a commit of m records costs O(m log k) besides one
+// copy of the k pieces.
+func paintAdded(p, added []meta.Slice) ([]meta.Slice, int64) {
+	type run struct{ i, j int } // pieces p[i:j]
+	var runs []run
+	for _, w := range windows(added) {
+		i := sort.Search(len(p), func(x int) bool { return p[x].Pos+p[x].Len > w.Pos })
+		j := sort.Search(len(p), func(x int) bool { return p[x].Pos >= w.Pos+w.Len })
+		if n := len(runs); n > 0 && i < runs[n-1].j {
+			runs[n-1].j = max(runs[n-1].j, j)
+			continue
+		}
+		runs = append(runs, run{i, j})
+	}
+	out := make([]meta.Slice, 0, len(p)+2*len(added)+2)
+	var delta int64
+	at := 0
+	for _, r := range runs {
+		out = append(out, p[at:r.i]...)
+		span := p[r.i:r.j]
+		lo, hi := span[0].Pos, span[len(span)-1].Pos+span[len(span)-1].Len
+		list := slices.Clone(span)
+		for _, s := range added {
+			if s.Pos < hi && s.Pos+s.Len > lo {
+				list = append(list, s)
+			}
+		}
+		np := meta.Resolve(list, lo, hi-lo)
+		delta += int64(dataBytes(np)) - int64(dataBytes(span))
+		out = append(out, np...)
+		at = r.j
+	}
+	return append(out, p[at:]...), delta
+}
+
+// dataBytes sums the lengths of the data pieces (ID not 0).
+func dataBytes(pieces []meta.Slice) uint64 {
+	var n uint64
+	for _, p := range pieces {
+		if p.ID != 0 {
+			n += uint64(p.Len)
+		}
+	}
+	return n
 }
 
 // windows returns the chunk ranges the records of ss cover, merged, in
@@ -94,26 +133,6 @@ func windows(ss []meta.Slice) []meta.Slice {
 		out = append(out, s)
 	}
 	return out
-}
-
-// dataIn sums the bytes of the data pieces (ID not 0) of a painting that
-// fall inside the ranges u (sorted, disjoint).
-func dataIn(painted []meta.Slice, u []meta.Slice) uint64 {
-	var n uint64
-	j := 0
-	for _, p := range painted {
-		if p.ID == 0 {
-			continue
-		}
-		for j < len(u) && u[j].Pos+u[j].Len <= p.Pos {
-			j++
-		}
-		for k := j; k < len(u) && u[k].Pos < p.Pos+p.Len; k++ {
-			lo, hi := max(p.Pos, u[k].Pos), min(p.Pos+p.Len, u[k].Pos+u[k].Len)
-			n += uint64(hi - lo)
-		}
-	}
-	return n
 }
 
 // setChunkAlloc replaces a chunk's list old with ss, adjusting ino's

@@ -62,8 +62,9 @@ func (t *txn) chunk(ino meta.Ino, index uint32) ([]meta.Slice, error) {
 	_, known := t.attrs[ino]
 	cacheable := t.cache != nil && known && !t.bumped[ino]
 	if cacheable {
-		if ss, keys, ok := t.cache.get(ref, t.gens[ino]); ok {
+		if ss, keys, painted, ok := t.cache.get(ref, t.gens[ino]); ok {
 			t.rememberKeys(ref, keys)
+			t.rememberPainting(ref, painted)
 			return ss, nil
 		}
 	}
@@ -73,9 +74,22 @@ func (t *txn) chunk(ino meta.Ino, index uint32) ([]meta.Slice, error) {
 	}
 	t.rememberKeys(ref, keys)
 	if cacheable {
-		t.cache.put(ref, t.gens[ino], slices.Clone(ss), slices.Clone(keys))
+		t.cache.put(ref, t.gens[ino], slices.Clone(ss), slices.Clone(keys), nil)
 	}
 	return ss, nil
+}
+
+// rememberPainting keeps the painting of a chunk's list as read (nil:
+// unknown) for the commit's allocated-bytes count.
+func (t *txn) rememberPainting(ref chunkRef, painted []meta.Slice) {
+	if painted == nil {
+		delete(t.paintings, ref)
+		return
+	}
+	if t.paintings == nil {
+		t.paintings = make(map[chunkRef][]meta.Slice)
+	}
+	t.paintings[ref] = painted
 }
 
 func (t *txn) rememberKeys(ref chunkRef, keys [][]byte) {
@@ -118,6 +132,7 @@ func (t *txn) wroteChunk(ref chunkRef, list []meta.Slice) {
 		t.bumped = make(map[meta.Ino]bool)
 	}
 	t.wrote[ref] = list
+	delete(t.paintings, ref) // writeSlices sets the new one after this
 	if !t.bumped[ref.ino] {
 		t.bumped[ref.ino] = true
 		t.touch(ref.ino) // the attr record carries the new generation
@@ -138,7 +153,7 @@ func (t *txn) publishChunks() {
 	}
 	for ref, list := range t.wrote {
 		if _, ok := t.attrs[ref.ino]; ok {
-			t.cache.put(ref, t.gens[ref.ino]+1, slices.Clone(list), slices.Clone(t.chunkKeys[ref]))
+			t.cache.put(ref, t.gens[ref.ino]+1, slices.Clone(list), slices.Clone(t.chunkKeys[ref]), t.paintings[ref])
 		}
 	}
 }
@@ -306,10 +321,13 @@ func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 			if len(added[index]) == 0 {
 				continue // all sent before
 			}
-			delta += addedAlloc(ss, len(added[index]))
+			ref := chunkRef{ino, index}
+			d, painted := t.addedAlloc(ref, ss, len(added[index]))
+			delta += d
 			if err := t.appendChunk(ino, index, ss, added[index]); err != nil {
 				return err
 			}
+			t.rememberPainting(ref, painted)
 		}
 		if err := t.adjustAlloc(ino, delta); err != nil {
 			return err
@@ -362,7 +380,9 @@ func (e *Engine) CompactChunk(ctx context.Context, ino meta.Ino, index uint32, o
 		if err := t.release(old); err != nil {
 			return err
 		}
-		return t.setChunk(ino, index, merged)
+		// Compaction writes short holes out as zeros (data/compact.go),
+		// which makes them data: the count follows.
+		return t.setChunkAlloc(ino, index, ss, merged)
 	})
 	return wrap(err, "compact chunk %d/%d", ino, index)
 }

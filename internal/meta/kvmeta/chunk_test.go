@@ -198,12 +198,12 @@ func TestChunkCacheTwoClients(t *testing.T) {
 		return ss
 	}
 	r := rand.New(rand.NewPCG(3, 5))
-	for step := range 600 {
+	for step := range 1500 {
 		e := []*Engine{a, b}[r.IntN(2)]
-		index := uint32(r.IntN(3))
+		index := uint32(r.IntN(2))
 		var what string
-		switch op := r.IntN(10); {
-		case op < 6:
+		switch op := r.IntN(40); {
+		case op < 36:
 			what = "write"
 			id, err := e.NewSliceID(ctx)
 			if err != nil {
@@ -214,7 +214,7 @@ func TestChunkCacheTwoClients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-		case op < 7:
+		case op < 37:
 			what = "compact"
 			old, err := e.ReadChunk(ctx, f, index)
 			if err != nil || len(old) < 2 {
@@ -228,12 +228,12 @@ func TestChunkCacheTwoClients(t *testing.T) {
 			if err := e.CompactChunk(ctx, f, index, old, []meta.Slice{{ID: id, Size: ext, Len: ext}}); err != nil {
 				t.Fatal(err)
 			}
-		case op < 8:
+		case op < 38:
 			what = "truncate"
 			if _, err := e.Truncate(ctx, f, uint64(r.Int64N(3*meta.ChunkSize))); err != nil {
 				t.Fatal(err)
 			}
-		case op < 9:
+		case op < 39:
 			what = "clone"
 			if _, err := e.CopyFileRange(ctx, meta.CopyRequest{SrcIno: f, DstIno: g, Len: 3 * meta.ChunkSize}); err != nil {
 				t.Fatal(err)
@@ -242,6 +242,13 @@ func TestChunkCacheTwoClients(t *testing.T) {
 			what = "read"
 		}
 		for _, ino := range []meta.Ino{f, g} {
+			attr, err := a.Getattr(ctx, ino)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := recount(t, b, ctx, ino); attr.Alloc != n {
+				t.Fatalf("step %d (%s): inode %d: Alloc %d, chunks show %d", step, what, ino, attr.Alloc, n)
+			}
 			for i := range uint32(3) {
 				want := truth(ino, i)
 				for name, e := range map[string]*Engine{"a": a, "b": b} {

@@ -33,33 +33,38 @@ type cachedChunk struct {
 	gen  uint64
 	list []meta.Slice
 	keys [][]byte
+	// painted is meta.Resolve(list, 0, meta.ChunkSize) when known (a
+	// commit computed it for the allocated bytes); shared, never changed.
+	painted []meta.Slice
 }
 
 // maxCachedRecords bounds the cache: 24 bytes of memory per record, so
 // about 50 MB.
 const maxCachedRecords = 2 << 20
 
-// get returns a copy of the list and keys of chunk ref if cached at gen.
-func (c *chunkCache) get(ref chunkRef, gen uint64) ([]meta.Slice, [][]byte, bool) {
+// get returns a copy of the list and keys of chunk ref if cached at gen,
+// and its painting if known (shared: not to be changed).
+func (c *chunkCache) get(ref chunkRef, gen uint64) ([]meta.Slice, [][]byte, []meta.Slice, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.inodes[ref.ino][ref.index]
 	if !ok || e.gen != gen {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	return slices.Clone(e.list), slices.Clone(e.keys), true
+	return slices.Clone(e.list), slices.Clone(e.keys), e.painted, true
 }
 
-// put caches chunk ref's list and keys at gen (nil list: forget it). The
-// caller gives up list and keys.
-func (c *chunkCache) put(ref chunkRef, gen uint64, list []meta.Slice, keys [][]byte) {
+// put caches chunk ref's list, keys and painting (nil if unknown) at gen
+// (nil list: forget it). The caller gives them up.
+func (c *chunkCache) put(ref chunkRef, gen uint64, list []meta.Slice, keys [][]byte, painted []meta.Slice) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.drop(ref)
-	if len(list) == 0 || len(list) > maxCachedRecords/4 {
+	size := len(list) + len(painted)
+	if len(list) == 0 || size > maxCachedRecords/4 {
 		return
 	}
-	for c.records+len(list) > maxCachedRecords {
+	for c.records+size > maxCachedRecords {
 		c.evictOne()
 	}
 	if c.inodes == nil {
@@ -70,8 +75,8 @@ func (c *chunkCache) put(ref chunkRef, gen uint64, list []meta.Slice, keys [][]b
 		m = make(map[uint32]cachedChunk)
 		c.inodes[ref.ino] = m
 	}
-	m[ref.index] = cachedChunk{gen: gen, list: slices.Clip(list), keys: keys}
-	c.records += len(list)
+	m[ref.index] = cachedChunk{gen: gen, list: slices.Clip(list), keys: keys, painted: painted}
+	c.records += size
 }
 
 // advance moves ino's entries cached at generation from to generation to:
@@ -93,7 +98,7 @@ func (c *chunkCache) advance(ino meta.Ino, from, to uint64) {
 func (c *chunkCache) drop(ref chunkRef) {
 	m := c.inodes[ref.ino]
 	if e, ok := m[ref.index]; ok {
-		c.records -= len(e.list)
+		c.records -= len(e.list) + len(e.painted)
 		delete(m, ref.index)
 		if len(m) == 0 {
 			delete(c.inodes, ref.ino)

@@ -126,6 +126,7 @@ type txn struct {
 	gens         map[meta.Ino]uint64       // chunk generation of the attrs read
 	bumped       map[meta.Ino]bool         // chunks written: the generation goes up one
 	wrote        map[chunkRef][]meta.Slice // lists written, for the cache
+	paintings    map[chunkRef][]meta.Slice // paintings of lists read or written, when known
 }
 
 // chunkRef names one chunk of one file.
