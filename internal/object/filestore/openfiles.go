@@ -8,8 +8,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxOpenFiles bounds the descriptors kept open for small ranged reads.
-const maxOpenFiles = 512
+// maxOpenFiles bounds the descriptors kept open for small ranged reads:
+// enough for every block of a 16 GiB image, and at most a quarter of the
+// process's descriptor limit (see keptLimit).
+const maxOpenFiles = 4096
+
+// keptLimit is how many descriptors a store keeps open: maxOpenFiles, or
+// a quarter of the descriptor limit if that is lower (at least 16).
+func keptLimit() int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 64
+	}
+	return int(max(16, min(uint64(maxOpenFiles), rl.Cur/4)))
+}
 
 // openFiles keeps the files of recently read objects open for small
 // ranged reads. A random 4 KiB read of a VM image otherwise pays open,
@@ -20,9 +32,10 @@ const maxOpenFiles = 512
 // rename over it, or someone removing it under the store) or resized,
 // and this store's own Put and Delete drop the key first.
 type openFiles struct {
-	mu  sync.Mutex
-	m   map[string]*openFile
-	lru list.List // of *openFile, most recently used first
+	mu    sync.Mutex
+	limit int // descriptors kept at most (keptLimit, set on first add)
+	m     map[string]*openFile
+	lru   list.List // of *openFile, most recently used first
 }
 
 // openFile is one kept descriptor. refs counts readers using it; an entry
@@ -60,7 +73,7 @@ func (o *openFiles) acquire(key string) *openFile {
 }
 
 // add keeps fd open for key with one reference taken for the caller, and
-// evicts the least recently used entries past maxOpenFiles. If key is
+// evicts the least recently used entries past the limit. If key is
 // kept already (a concurrent reader opened it too), fd is still returned
 // as a private entry that its reader closes.
 func (o *openFiles) add(key string, fd int, size int64) *openFile {
@@ -69,6 +82,9 @@ func (o *openFiles) add(key string, fd int, size int64) *openFile {
 	defer o.mu.Unlock()
 	if o.m == nil {
 		o.m = make(map[string]*openFile)
+		if o.limit == 0 {
+			o.limit = keptLimit()
+		}
 	}
 	if _, ok := o.m[key]; ok {
 		f.dropped = true
@@ -76,7 +92,7 @@ func (o *openFiles) add(key string, fd int, size int64) *openFile {
 	}
 	o.m[key] = f
 	f.elem = o.lru.PushFront(f)
-	for len(o.m) > maxOpenFiles {
+	for len(o.m) > o.limit {
 		old := o.lru.Back().Value.(*openFile)
 		o.unlink(old)
 	}

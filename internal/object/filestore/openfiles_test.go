@@ -94,7 +94,8 @@ func TestKeptFileSeesChanges(t *testing.T) {
 // that evicted and reopened files read right and the count stays bounded.
 func TestKeptFilesBounded(t *testing.T) {
 	s := newStore(t)
-	const n = maxOpenFiles + 50
+	s.files.limit = 100
+	const n = 150
 	for i := range n {
 		put(t, s, fmt.Sprintf("o/%d", i), []byte(fmt.Sprintf("object %d", i)))
 	}
@@ -109,8 +110,11 @@ func TestKeptFilesBounded(t *testing.T) {
 	s.files.mu.Lock()
 	kept, listed := len(s.files.m), s.files.lru.Len()
 	s.files.mu.Unlock()
-	if kept != maxOpenFiles || listed != kept {
-		t.Fatalf("kept %d files, %d listed; want %d", kept, listed, maxOpenFiles)
+	if kept != 100 || listed != kept {
+		t.Fatalf("kept %d files, %d listed; want 100", kept, listed)
+	}
+	if l := keptLimit(); l < 16 || l > maxOpenFiles {
+		t.Fatalf("keptLimit() = %d", l)
 	}
 }
 
