@@ -27,15 +27,6 @@ func chunkKeys(t *testing.T, s kv.Store, ino meta.Ino, index uint32) [][]byte {
 	return keys
 }
 
-func newFile(t *testing.T, e *Engine, ctx context.Context, name string) meta.Ino {
-	t.Helper()
-	ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: name, Type: meta.TypeFile})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ent.Ino
-}
-
 // TestAppendedChunkKeys: commits append a key per chunk instead of
 // rewriting the list; the list reads back whole and in order; the commit
 // that would pass maxChunkKeys folds the list into the base key, and so do
@@ -48,7 +39,7 @@ func TestAppendedChunkKeys(t *testing.T) {
 	if err := e.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
 		t.Fatal(err)
 	}
-	ino := newFile(t, e, ctx, "img")
+	ino := mkfile(t, e, ctx, "img")
 	var want []meta.Slice
 	write := func(s meta.Slice) {
 		t.Helper()
@@ -154,7 +145,7 @@ func TestVersion1Layout(t *testing.T) {
 	if err := e.Format(ctx, meta.Format{Name: "t", Version: 1}, false); err != nil {
 		t.Fatal(err)
 	}
-	ino := newFile(t, e, ctx, "f")
+	ino := mkfile(t, e, ctx, "f")
 	for i := range 5 {
 		if _, err := e.WriteChunk(ctx, ino, 0, meta.Slice{ID: meta.SliceID(1 + i), Size: 10, Len: 10, Pos: uint32(i) * 10}); err != nil {
 			t.Fatal(err)
@@ -183,8 +174,8 @@ func TestChunkCacheTwoClients(t *testing.T) {
 	if _, err := b.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f := newFile(t, a, ctx, "img")
-	g := newFile(t, a, ctx, "clone")
+	f := mkfile(t, a, ctx, "img")
+	g := mkfile(t, a, ctx, "clone")
 	truth := func(ino meta.Ino, index uint32) []meta.Slice {
 		fresh := New(&counting{Store: store}, Options{})
 		defer fresh.Close()
