@@ -145,6 +145,9 @@ func (t *txn) publishChunks() {
 	if t.cache == nil {
 		return
 	}
+	for ino := range t.dropped {
+		t.cache.forget(ino)
+	}
 	for ino := range t.bumped {
 		if _, ok := t.attrs[ino]; !ok {
 			continue // dropped in this transaction

@@ -255,3 +255,29 @@ func TestChunkCacheTwoClients(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkCacheForgetsDeleted: deleting a file drops its cached lists.
+func TestChunkCacheForgetsDeleted(t *testing.T) {
+	e, _, ctx := newTestEngine(t)
+	e.SetOpenCheck(func(meta.Ino) bool { return false })
+	ino := mkfile(t, e, ctx, "gone")
+	for i := range 3 {
+		if _, err := e.WriteChunk(ctx, ino, uint32(i), meta.Slice{ID: meta.SliceID(1 + i), Size: 10, Len: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cached := func() int {
+		e.chunks.mu.Lock()
+		defer e.chunks.mu.Unlock()
+		return len(e.chunks.inodes[ino])
+	}
+	if n := cached(); n != 3 {
+		t.Fatalf("%d chunks cached after three writes, want 3", n)
+	}
+	if _, err := e.Unlink(ctx, meta.RootIno, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if n := cached(); n != 0 {
+		t.Fatalf("%d chunks still cached after the file was deleted", n)
+	}
+}

@@ -94,6 +94,15 @@ func (c *chunkCache) advance(ino meta.Ino, from, to uint64) {
 	}
 }
 
+// forget drops every entry of a deleted inode.
+func (c *chunkCache) forget(ino meta.Ino) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for index := range c.inodes[ino] {
+		c.drop(chunkRef{ino, index})
+	}
+}
+
 // drop removes one entry (c.mu held).
 func (c *chunkCache) drop(ref chunkRef) {
 	m := c.inodes[ref.ino]

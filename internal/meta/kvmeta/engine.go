@@ -125,6 +125,7 @@ type txn struct {
 	chunkKeys    map[chunkRef][][]byte     // keys of the chunks read, in order
 	gens         map[meta.Ino]uint64       // chunk generation of the attrs read
 	bumped       map[meta.Ino]bool         // chunks written: the generation goes up one
+	dropped      map[meta.Ino]bool         // inodes deleted: their cached chunks go
 	wrote        map[chunkRef][]meta.Slice // lists written, for the cache
 	paintings    map[chunkRef][]meta.Slice // paintings of lists read or written, when known
 }

@@ -87,6 +87,10 @@ func (t *txn) drop(ino meta.Ino) {
 	delete(t.dirty, ino)
 	delete(t.flags, ino)
 	delete(t.bumped, ino)
+	if t.dropped == nil {
+		t.dropped = make(map[meta.Ino]bool)
+	}
+	t.dropped[ino] = true
 	t.tx.Delete(attrKey(ino))
 }
 
