@@ -38,7 +38,6 @@ func Resolve(list []Slice, pos, length uint32) []Slice {
 	}
 	slices.SortFunc(evs, func(a, b event) int { return cmp.Compare(a.at, b.at) })
 	var active maxHeap
-	ended := make([]bool, len(list))
 	last := -2 // list index of the last piece emitted; -1 for a gap
 	emit := func(from, to uint32, idx int) {
 		if from >= to {
@@ -62,11 +61,11 @@ func Resolve(list []Slice, pos, length uint32) []Slice {
 		for ; k < len(evs) && evs[k].at == x; k++ {
 			if evs[k].start {
 				active.push(evs[k].idx)
-			} else {
-				ended[evs[k].idx] = true
 			}
 		}
-		for len(active) > 0 && ended[active[0]] {
+		// An end event only marks a position: a slice on top that ends
+		// at or before it is done (lazy deletion from the heap).
+		for len(active) > 0 && list[active[0]].Pos+list[active[0]].Len <= x {
 			active.pop()
 		}
 		at = x
