@@ -219,7 +219,7 @@ func (t *txn) appendChunk(ino meta.Ino, index uint32, ss, added []meta.Slice) er
 	if err != nil {
 		return err
 	}
-	if !t.appendChunks || len(keys) == 0 || len(keys) >= maxChunkKeys || len(keys[0]) != chunkKeyLen {
+	if t.cache == nil || len(keys) == 0 || len(keys) >= maxChunkKeys || len(keys[0]) != chunkKeyLen {
 		return t.setChunk(ino, index, ss)
 	}
 	seq := uint32(0)
@@ -482,12 +482,14 @@ func (t *txn) deleteChunksCounting(ino meta.Ino, from uint32, to uint64, count f
 		return nil
 	}
 	var keys [][]byte
+	var indexes []uint32
 	var records []meta.Slice
 	err := t.scanChunks(ino, from, func(index uint32, ks [][]byte, ss []meta.Slice) bool {
 		if uint64(index) >= to {
 			return false
 		}
 		keys = append(keys, ks...)
+		indexes = append(indexes, index)
 		records = append(records, ss...)
 		if count != nil {
 			count(ss)
@@ -500,13 +502,10 @@ func (t *txn) deleteChunksCounting(ino meta.Ino, from uint32, to uint64, count f
 	for _, k := range keys {
 		t.tx.Delete(k)
 	}
-	for ref := range t.chunkKeys {
-		if ref.ino == ino && ref.index >= from && uint64(ref.index) < to {
-			delete(t.chunkKeys, ref)
-		}
-	}
-	for _, k := range keys {
-		t.wroteChunk(chunkRef{ino, chunkIndex(k)}, nil)
+	for _, index := range indexes {
+		ref := chunkRef{ino, index}
+		t.rememberKeys(ref, nil)
+		t.wroteChunk(ref, nil)
 	}
 	return t.release(records)
 }

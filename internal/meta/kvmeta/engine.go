@@ -117,17 +117,16 @@ type txn struct {
 	dirty     map[meta.Ino]bool
 	space     int64 // bytes of used space added
 	files     int64 // inodes added
-	// appendChunks: new records may go under appended chunk keys, and
-	// lists are cached by generation (a volume of format version 2 or
-	// later; see chunk.go and chunkcache.go).
-	appendChunks bool
-	cache        *chunkCache
-	chunkKeys    map[chunkRef][][]byte     // keys of the chunks read, in order
-	gens         map[meta.Ino]uint64       // chunk generation of the attrs read
-	bumped       map[meta.Ino]bool         // chunks written: the generation goes up one
-	dropped      map[meta.Ino]bool         // inodes deleted: their cached chunks go
-	wrote        map[chunkRef][]meta.Slice // lists written, for the cache
-	paintings    map[chunkRef][]meta.Slice // paintings of lists read or written, when known
+	// cache is the engine's chunk cache on a volume of format version 2
+	// or later, nil before: it also says that new records may go under
+	// appended chunk keys (see chunk.go and chunkcache.go).
+	cache     *chunkCache
+	chunkKeys map[chunkRef][][]byte     // keys of the chunks read, in order
+	gens      map[meta.Ino]uint64       // chunk generation of the attrs read
+	bumped    map[meta.Ino]bool         // chunks written: the generation goes up one
+	dropped   map[meta.Ino]bool         // inodes deleted: their cached chunks go
+	wrote     map[chunkRef][]meta.Slice // lists written, for the cache
+	paintings map[chunkRef][]meta.Slice // paintings of lists read or written, when known
 }
 
 // chunkRef names one chunk of one file.
@@ -173,7 +172,6 @@ func (e *Engine) view(ctx context.Context, fn func(t *txn) error) error {
 // volume of format version 2 or later.
 func (e *Engine) useChunkCache(t *txn) {
 	if f := e.cachedFormat(); f != nil && f.Version >= appendedChunksVersion {
-		t.appendChunks = true
 		t.cache = &e.chunks
 	}
 }
