@@ -169,14 +169,10 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 	}
 	var v []byte
 	err := kv.Retry(ctx, "sqlkv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
-		v = nil
-		err := s.pool.query(ctx, stmtGet, []any{key}, func(cols [][]byte) error {
-			v = cols[0]
-			if v == nil {
-				v = []byte{} // present but empty: not the same as absent
-			}
-			return nil
-		})
+		var err error
+		v, err = getValue(func(i int, args []any, fn func(cols [][]byte) error) error {
+			return s.pool.query(ctx, i, args, fn)
+		}, key)
 		if err != nil {
 			return s.dialect.classify(err), s.wrap("get", err)
 		}

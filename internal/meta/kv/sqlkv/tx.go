@@ -53,18 +53,25 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 	if t.err != nil || t.flush() != nil {
 		return nil, t.err
 	}
-	var v []byte
-	err := t.c.query(stmtGet, []any{key}, func(cols [][]byte) error {
-		v = cols[0]
-		if v == nil {
-			v = []byte{} // present but empty: not the same as absent
-		}
-		return nil
-	})
+	v, err := getValue(t.c.query, key)
 	if err != nil {
 		return nil, t.fail(err)
 	}
 	return v, nil
+}
+
+// getValue runs stmtGet for key through query: the value, nil if absent
+// ([]byte{} if present but empty: not the same as absent).
+func getValue(query func(i int, args []any, fn func(cols [][]byte) error) error, key []byte) ([]byte, error) {
+	var v []byte
+	err := query(stmtGet, []any{key}, func(cols [][]byte) error {
+		v = cols[0]
+		if v == nil {
+			v = []byte{}
+		}
+		return nil
+	})
+	return v, err
 }
 
 // Set implements kv.Tx.
