@@ -51,8 +51,13 @@ func (c *chunkCache) get(ref chunkRef, gen uint64) ([]meta.Slice, [][]byte, []me
 	if !ok || e.gen != gen {
 		return nil, nil, nil, false
 	}
-	return slices.Clone(e.list), slices.Clone(e.keys), e.painted, true
+	// Room to append a commit's records without copying the list again.
+	list := append(make([]meta.Slice, 0, len(e.list)+appendRoom), e.list...)
+	return list, slices.Clone(e.keys), e.painted, true
 }
+
+// appendRoom is the spare capacity of a list get returns.
+const appendRoom = 64
 
 // put caches chunk ref's list, keys and painting (nil if unknown) at gen
 // (nil list: forget it). The caller gives them up.
