@@ -46,12 +46,9 @@ func (e *Engine) Lookup(ctx context.Context, parent meta.Ino, name string) (meta
 func (e *Engine) Getattr(ctx context.Context, ino meta.Ino) (meta.Attr, error) {
 	// One key: a point read where the store has one (no BEGIN/COMMIT).
 	raw, err := kv.GetOne(ctx, e.store, attrKey(ino))
-	if err == nil && raw == nil {
-		err = syscall.ENOENT
-	}
 	var a meta.Attr
 	if err == nil {
-		a, err = decodeAttr(raw)
+		a, err = attrOf(raw)
 	}
 	return a, wrap(err, "getattr %d", ino)
 }

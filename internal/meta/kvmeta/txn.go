@@ -20,10 +20,7 @@ func (t *txn) attr(ino meta.Ino) (*meta.Attr, error) {
 	if err != nil {
 		return nil, err
 	}
-	if raw == nil {
-		return nil, syscall.ENOENT
-	}
-	a, err := decodeAttr(raw)
+	a, err := attrOf(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -35,6 +32,14 @@ func (t *txn) attr(ino meta.Ino) (*meta.Attr, error) {
 		t.gens[ino] = g
 	}
 	return &a, nil
+}
+
+// attrOf decodes an attr record as read: ENOENT if it is absent.
+func attrOf(raw []byte) (meta.Attr, error) {
+	if raw == nil {
+		return meta.Attr{}, syscall.ENOENT
+	}
+	return decodeAttr(raw)
 }
 
 // dir returns the attributes of directory ino: ENOTDIR for another type.
