@@ -1,6 +1,7 @@
 package kvmeta
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -122,7 +123,7 @@ func windows(ss []meta.Slice) []meta.Slice {
 	for _, s := range ss {
 		w = append(w, meta.Slice{Pos: s.Pos, Len: s.Len})
 	}
-	sort.Slice(w, func(i, j int) bool { return w[i].Pos < w[j].Pos })
+	slices.SortFunc(w, func(a, b meta.Slice) int { return cmp.Compare(a.Pos, b.Pos) })
 	out := w[:1]
 	for _, s := range w[1:] {
 		last := &out[len(out)-1]
