@@ -58,11 +58,25 @@ func (e *Engine) ReadChunk(ctx context.Context, ino meta.Ino, index uint32) ([]m
 // inode's attr read, a list cached at the generation read is used instead
 // of the keys; a list read from the keys is cached (see chunkcache.go).
 func (t *txn) chunk(ino meta.Ino, index uint32) ([]meta.Slice, error) {
+	return t.chunkList(ino, index, false)
+}
+
+// appendableChunk is chunk for a caller that only appends records to the
+// list it gets and hands the result to appendChunk: it may get the cached
+// list itself, claimed (see chunkcache.go), rather than a copy.
+func (t *txn) appendableChunk(ino meta.Ino, index uint32) ([]meta.Slice, error) {
+	return t.chunkList(ino, index, true)
+}
+
+func (t *txn) chunkList(ino meta.Ino, index uint32, appendOnly bool) ([]meta.Slice, error) {
 	ref := chunkRef{ino, index}
 	_, known := t.attrs[ino]
 	cacheable := t.cache != nil && known && !t.bumped[ino]
 	if cacheable {
-		if ss, keys, painted, ok := t.cache.get(ref, t.gens[ino]); ok {
+		if ss, keys, painted, claimed, ok := t.cache.get(ref, t.gens[ino], appendOnly); ok {
+			if claimed {
+				t.claims = append(t.claims, claim{ref, ss})
+			}
 			t.rememberKeys(ref, keys)
 			t.rememberPainting(ref, painted)
 			return ss, nil
@@ -77,6 +91,20 @@ func (t *txn) chunk(ino meta.Ino, index uint32) ([]meta.Slice, error) {
 		t.cache.put(ref, t.gens[ino], slices.Clone(ss), slices.Clone(keys), nil)
 	}
 	return ss, nil
+}
+
+// claim is a cached list a transaction appends to in place.
+type claim struct {
+	ref  chunkRef
+	list []meta.Slice // as claimed
+}
+
+// releaseClaims gives back the transaction's claims, committed or not.
+func (t *txn) releaseClaims() {
+	for _, c := range t.claims {
+		t.cache.release(c.ref, c.list)
+	}
+	t.claims = nil
 }
 
 // rememberPainting keeps the painting of a chunk's list as read (nil:
@@ -122,7 +150,8 @@ func (t *txn) readChunk(ino meta.Ino, index uint32) ([]meta.Slice, [][]byte, err
 
 // wroteChunk notes that this transaction changed chunk ref to list (nil:
 // deleted): the inode's generation goes up, and after the commit the
-// cache holds list.
+// cache holds list (a copy, unless the list is the transaction's own:
+// see ownList).
 func (t *txn) wroteChunk(ref chunkRef, list []meta.Slice) {
 	if _, err := t.attr(ref.ino); err != nil {
 		return // the inode is gone (or going): nothing to keep
@@ -152,13 +181,26 @@ func (t *txn) publishChunks() {
 		if _, ok := t.attrs[ino]; !ok {
 			continue // dropped in this transaction
 		}
-		t.cache.advance(ino, t.gens[ino], t.gens[ino]+1)
+		t.cache.advance(ino, t.gens[ino], t.gens[ino]+1, t.wrote)
 	}
 	for ref, list := range t.wrote {
 		if _, ok := t.attrs[ref.ino]; ok {
-			t.cache.put(ref, t.gens[ref.ino]+1, slices.Clone(list), slices.Clone(t.chunkKeys[ref]), t.paintings[ref])
+			if !t.owned[ref] {
+				list = slices.Clone(list)
+			}
+			t.cache.put(ref, t.gens[ref.ino]+1, list, slices.Clone(t.chunkKeys[ref]), t.paintings[ref])
 		}
 	}
+}
+
+// ownList notes that the list written to chunk ref is the transaction's
+// alone (appended to by writeSlices, which keeps no other reference), so
+// the cache takes it without a copy.
+func (t *txn) ownList(ref chunkRef) {
+	if t.owned == nil {
+		t.owned = make(map[chunkRef]bool)
+	}
+	t.owned[ref] = true
 }
 
 // decodeChunkValue decodes the records under one chunk key.
@@ -294,7 +336,7 @@ func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 		for _, w := range ws {
 			ss, ok := lists[w.Index]
 			if !ok {
-				if ss, err = t.chunk(ino, w.Index); err != nil {
+				if ss, err = t.appendableChunk(ino, w.Index); err != nil {
 					return err
 				}
 			}
@@ -330,6 +372,7 @@ func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 			if err := t.appendChunk(ino, index, ss, added[index]); err != nil {
 				return err
 			}
+			t.ownList(ref)
 			t.rememberPainting(ref, painted)
 		}
 		if err := t.adjustAlloc(ino, delta); err != nil {

@@ -3,6 +3,7 @@ package kvmeta
 import (
 	"slices"
 	"sync"
+	"unsafe"
 
 	"shoal/internal/meta"
 )
@@ -23,6 +24,17 @@ import (
 //
 // Version 1 volumes have no counter (and older binaries, which may write
 // them, would not keep one), so their lists are never cached.
+//
+// A commit that only appends records (writeSlices) claims the cached list
+// instead of copying it: it appends into the spare capacity of the list's
+// array, past the entry's length, and after the commit that longer list
+// becomes the next generation's entry. Copying a list of thousands of
+// records on every commit cost more than the commit itself. This is safe
+// because nothing ever changes the first len(list) records of a list in
+// the cache: every other taker gets a copy (or, for the claimer's own
+// records, cannot see them: its slice is shorter), at most one claim is
+// out per entry, and a claimer that does not commit only leaves bytes past
+// the entry's length, which the next claimer overwrites.
 type chunkCache struct {
 	mu      sync.Mutex
 	inodes  map[meta.Ino]map[uint32]cachedChunk
@@ -36,31 +48,52 @@ type cachedChunk struct {
 	// painted is meta.Resolve(list, 0, meta.ChunkSize) when known (a
 	// commit computed it for the allocated bytes); shared, never changed.
 	painted []meta.Slice
+	claimed bool // a transaction appends to list in place (see above)
 }
 
 // maxCachedRecords bounds the cache: 24 bytes of memory per record, so
 // about 50 MB.
 const maxCachedRecords = 2 << 20
 
-// get returns a copy of the list and keys of chunk ref if cached at gen,
-// and its painting if known (shared: not to be changed).
-func (c *chunkCache) get(ref chunkRef, gen uint64) ([]meta.Slice, [][]byte, []meta.Slice, bool) {
+// get returns the list and keys of chunk ref if cached at gen, and its
+// painting if known (shared: not to be changed). With claim set, a caller
+// that will only append to the list gets the cached list itself when no
+// one else has claimed it (claimed reports it; release gives it back);
+// otherwise the list is a copy, with room to append a commit's records.
+func (c *chunkCache) get(ref chunkRef, gen uint64, claim bool) (list []meta.Slice, keys [][]byte, painted []meta.Slice, claimed, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.inodes[ref.ino][ref.index]
 	if !ok || e.gen != gen {
-		return nil, nil, nil, false
+		return nil, nil, nil, false, false
 	}
-	// Room to append a commit's records without copying the list again.
-	list := append(make([]meta.Slice, 0, len(e.list)+appendRoom), e.list...)
-	return list, slices.Clone(e.keys), e.painted, true
+	if claim && !e.claimed {
+		e.claimed = true
+		c.inodes[ref.ino][ref.index] = e
+		return e.list, slices.Clone(e.keys), e.painted, true, true
+	}
+	list = append(make([]meta.Slice, 0, len(e.list)+appendRoom), e.list...)
+	return list, slices.Clone(e.keys), e.painted, false, true
+}
+
+// release gives back the claim on chunk ref's entry that returned list,
+// unless a commit has replaced the entry since. (The entry may have moved
+// to a later generation meanwhile, see advance.)
+func (c *chunkCache) release(ref chunkRef, list []meta.Slice) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.inodes[ref.ino][ref.index]; ok && e.claimed && len(e.list) == len(list) && unsafe.SliceData(e.list) == unsafe.SliceData(list) {
+		e.claimed = false
+		c.inodes[ref.ino][ref.index] = e
+	}
 }
 
 // appendRoom is the spare capacity of a list get returns.
 const appendRoom = 64
 
 // put caches chunk ref's list, keys and painting (nil if unknown) at gen
-// (nil list: forget it). The caller gives them up.
+// (nil list: forget it), unclaimed. The caller gives them up, with the
+// list's spare capacity, which a later claim appends into.
 func (c *chunkCache) put(ref chunkRef, gen uint64, list []meta.Slice, keys [][]byte, painted []meta.Slice) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -80,16 +113,22 @@ func (c *chunkCache) put(ref chunkRef, gen uint64, list []meta.Slice, keys [][]b
 		m = make(map[uint32]cachedChunk)
 		c.inodes[ref.ino] = m
 	}
-	m[ref.index] = cachedChunk{gen: gen, list: slices.Clip(list), keys: keys, painted: painted}
+	m[ref.index] = cachedChunk{gen: gen, list: list, keys: keys, painted: painted}
 	c.records += size
 }
 
 // advance moves ino's entries cached at generation from to generation to:
-// a transaction that started at from changed none of them.
-func (c *chunkCache) advance(ino meta.Ino, from, to uint64) {
+// a transaction that started at from changed none of them, except the
+// chunks in wrote, which are dropped (a put of their new lists follows,
+// but another transaction may look in between).
+func (c *chunkCache) advance(ino meta.Ino, from, to uint64, wrote map[chunkRef][]meta.Slice) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for index, e := range c.inodes[ino] {
+		if _, ok := wrote[chunkRef{ino, index}]; ok {
+			c.drop(chunkRef{ino, index})
+			continue
+		}
 		if e.gen == from {
 			e.gen = to
 			c.inodes[ino][index] = e

@@ -126,6 +126,8 @@ type txn struct {
 	bumped    map[meta.Ino]bool         // chunks written: the generation goes up one
 	dropped   map[meta.Ino]bool         // inodes deleted: their cached chunks go
 	wrote     map[chunkRef][]meta.Slice // lists written, for the cache
+	owned     map[chunkRef]bool         // lists of wrote that need no copy
+	claims    []claim                   // cached lists appended to in place
 	paintings map[chunkRef][]meta.Slice // paintings of lists read or written, when known
 }
 
@@ -139,8 +141,10 @@ type chunkRef struct {
 // written when fn succeeds, and usage deltas are published after commit.
 func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 	var done *txn
+	var attempts []*txn // their chunk cache claims end with the call
 	err := e.store.Txn(ctx, func(tx kv.Tx) error {
 		t := newTxn(ctx, tx)
+		attempts = append(attempts, t)
 		t.session = e.currentSession()
 		t.isOpen = e.openChecker()
 		t.dirWindow = int64(e.opts.DirMtimeWindow)
@@ -155,6 +159,9 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 	if err == nil && done != nil {
 		e.usage.add(done.space, done.files)
 		done.publishChunks()
+	}
+	for _, t := range attempts {
+		t.releaseClaims()
 	}
 	return err
 }

@@ -279,3 +279,69 @@ func TestSQLitePanicFreesWriter(t *testing.T) {
 		t.Fatalf("the panicking transaction's write is visible: %q", v)
 	}
 }
+
+// TestSQLiteRebuildsWithoutRowidTable: a database made by older binaries,
+// whose shoal_kv is WITHOUT ROWID, is rebuilt as a rowid table on open,
+// keeping every key and value.
+func TestSQLiteRebuildsWithoutRowidTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 300<<10)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	for _, q := range []string{
+		"CREATE TABLE shoal_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
+		"INSERT INTO shoal_meta VALUES ('schema_version', 1)",
+		"CREATE TABLE shoal_kv (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string][]byte{"a": []byte("1"), "m": big, "z": []byte("2")}
+	for k, v := range want {
+		if _, err := db.Exec("INSERT INTO shoal_kv VALUES (?, ?)", []byte(k), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	tableSQL := func() string {
+		db, err := sql.Open("sqlite3", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var s string
+		if err := db.QueryRow("SELECT sql FROM sqlite_master WHERE name = 'shoal_kv'").Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for range 2 { // the second open finds nothing to do
+		s, err := Open(context.Background(), "sqlite://"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want {
+			if got := mustGet(t, s, []byte(k)); string(got) != string(v) {
+				t.Fatalf("key %q: %d bytes after the rebuild, want %d", k, len(got), len(v))
+			}
+		}
+		var keys []string
+		err = s.View(context.Background(), func(tx kv.Tx) error {
+			return tx.Scan(nil, nil, 0, func(k, _ []byte) bool { keys = append(keys, string(k)); return true })
+		})
+		if err != nil || strings.Join(keys, ",") != "a,m,z" {
+			t.Fatalf("scan after the rebuild: %v, %v", keys, err)
+		}
+		s.Close()
+		if q := tableSQL(); strings.Contains(q, "WITHOUT ROWID") {
+			t.Fatalf("shoal_kv is still %q", q)
+		}
+	}
+}
