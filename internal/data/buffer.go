@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,8 +41,8 @@ func (s *Store) putPages(pages [][]byte) {
 // budget counts the bytes of write buffer in use against a soft limit.
 // Waiters watch changed, which is closed and replaced on every release.
 type budget struct {
+	used     atomic.Int64 // charged without mu: every 16 KiB page of a write
 	mu       sync.Mutex
-	used     int64
 	limit    int64
 	inflight int // blocks sealed and uploading: waiting frees space
 	changed  chan struct{}
@@ -52,15 +53,11 @@ func (b *budget) init(limit int64) {
 	b.changed = make(chan struct{})
 }
 
-func (b *budget) add(n int64) {
-	b.mu.Lock()
-	b.used += n
-	b.mu.Unlock()
-}
+func (b *budget) add(n int64) { b.used.Add(n) }
 
 func (b *budget) release(n int64) {
+	b.used.Add(-n)
 	b.mu.Lock()
-	b.used -= n
 	b.notifyLocked()
 	b.mu.Unlock()
 }
@@ -83,14 +80,14 @@ func (b *budget) uploading(delta int) {
 func (b *budget) state() (full bool, draining bool, changed <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.used >= b.limit, b.inflight > 0, b.changed
+	// used is read after changed is taken: a release after this point
+	// closes the channel returned.
+	return b.used.Load() >= b.limit, b.inflight > 0, b.changed
 }
 
 // Used returns the write buffer bytes currently allocated.
 func (s *Store) Used() int64 {
-	s.buf.mu.Lock()
-	defer s.buf.mu.Unlock()
-	return s.buf.used
+	return s.buf.used.Load()
 }
 
 // waitBuffer blocks until the write budget has room. While nothing is

@@ -3,8 +3,8 @@ package data
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -178,7 +178,19 @@ func (s *Store) BlockSize() int { return s.cfg.BlockSize }
 // deleter enumerate a slice's keys from (id, size) alone and lets a reader
 // detect a short or oversized object without a Head.
 func BlockKey(id meta.SliceID, index int, size int) string {
-	return fmt.Sprintf("chunks/%d/%d/%d_%d_%d", id/1_000_000, id/1_000, id, index, size)
+	// By hand rather than fmt.Sprintf: every block read names its key.
+	b := make([]byte, 0, 64)
+	b = append(b, "chunks/"...)
+	b = strconv.AppendUint(b, uint64(id/1_000_000), 10)
+	b = append(b, '/')
+	b = strconv.AppendUint(b, uint64(id/1_000), 10)
+	b = append(b, '/')
+	b = strconv.AppendUint(b, uint64(id), 10)
+	b = append(b, '_')
+	b = strconv.AppendInt(b, int64(index), 10)
+	b = append(b, '_')
+	b = strconv.AppendInt(b, int64(size), 10)
+	return string(b)
 }
 
 // BlockLen returns the size of block index of a slice of size bytes.

@@ -44,6 +44,10 @@ func Mount(mountpoint string, fs *FS, cfg MountConfig) (*fuse.Server, error) {
 		Debug:             cfg.Debug,
 		EnableLocks:       cfg.Locks,
 		DirectMount:       true,
+		// Reads answer with bytes, never a file descriptor to splice
+		// from; with splicing on, go-fuse still tried it for every read
+		// (a pipe taken, written and discarded: a few µs a 4 KiB read).
+		DisableSplice: true,
 		// security.capability is looked up on every write; the kernel
 		// asks the mount, which costs a round trip each time.
 		IgnoreSecurityLabels: false,
