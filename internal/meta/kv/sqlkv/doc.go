@@ -5,9 +5,8 @@
 // # Schema
 //
 // One table holds every key: shoal_kv(k, v) with k the primary key, BLOB
-// in SQLite (a rowid table with its key index: see sqliteDialect.upgrade
-// for why not WITHOUT ROWID) and bytea in PostgreSQL; both compare
-// bytewise, which is the kv key order.
+// in SQLite (a WITHOUT ROWID table, so rows live in the key's B-tree) and
+// bytea in PostgreSQL; both compare bytewise, which is the kv key order.
 // shoal_meta holds ('schema_version', N). Open creates both tables if
 // absent and refuses a database whose version is newer than the binary's
 // with an error wrapping meta.ErrNewerFormat (see schema.go for the

@@ -39,12 +39,6 @@ type dialect interface {
 	lockSchema(c conn) error
 }
 
-// upgrader is a dialect that changes older tables of the same schema
-// version in place (a change older binaries still read and write).
-type upgrader interface {
-	upgrade(c conn) error
-}
-
 // setupSchema creates the tables if absent and checks the version. It runs
 // through the txn helper, so it is retried like any transaction.
 func (s *Store) setupSchema(ktx kv.Tx) error {
@@ -54,11 +48,6 @@ func (s *Store) setupSchema(ktx kv.Tx) error {
 	}
 	for _, ddl := range s.dialect.schema() {
 		if err := t.c.execSQL(ddl); err != nil {
-			return t.fail(err)
-		}
-	}
-	if u, ok := s.dialect.(upgrader); ok {
-		if err := u.upgrade(t.c); err != nil {
 			return t.fail(err)
 		}
 	}

@@ -96,39 +96,8 @@ func (d *sqliteDialect) batchQueries() (string, string) { return "", "" }
 func (d *sqliteDialect) schema() []string {
 	return []string{
 		"CREATE TABLE IF NOT EXISTS shoal_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL)",
-		"CREATE TABLE IF NOT EXISTS shoal_kv (k BLOB PRIMARY KEY, v BLOB NOT NULL)",
+		"CREATE TABLE IF NOT EXISTS shoal_kv (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID",
 	}
-}
-
-// upgrade rebuilds a shoal_kv made WITHOUT ROWID (by binaries before
-// November 2026) as the rowid table schema creates; the columns and
-// queries are the same, so older binaries use either.
-//
-// Why not WITHOUT ROWID: its b-tree holds whole rows, and SQLite compares
-// a key with a row that overflows its page (a chunk's slice list of
-// thousands of records: hundreds of KiB) only after reading all of the
-// row's overflow pages. Such rows end up as dividers in interior pages, so
-// after random writes had grown one image's lists, every point read of
-// any key read megabytes: a Getattr went from 3 to 20 µs, and O_DIRECT
-// reads, which check the attributes each time, lost two thirds of their
-// speed. A rowid table keys an index of (key, rowid) pairs, which never
-// overflow, and reads a row's pages only for the row read.
-func (d *sqliteDialect) upgrade(c conn) error {
-	n, _, err := c.queryInt("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'shoal_kv' AND sql LIKE '%WITHOUT ROWID%'")
-	if err != nil || n == 0 {
-		return err
-	}
-	for _, q := range []string{
-		"CREATE TABLE shoal_kv_rebuilt (k BLOB PRIMARY KEY, v BLOB NOT NULL)",
-		"INSERT INTO shoal_kv_rebuilt (k, v) SELECT k, v FROM shoal_kv ORDER BY k",
-		"DROP TABLE shoal_kv",
-		"ALTER TABLE shoal_kv_rebuilt RENAME TO shoal_kv",
-	} {
-		if err := c.execSQL(q); err != nil {
-			return fmt.Errorf("rebuilding shoal_kv as a rowid table: %w", err)
-		}
-	}
-	return nil
 }
 
 // lockSchema: write transactions are IMMEDIATE, so the database is
