@@ -18,9 +18,20 @@ import (
 // random 4 KiB writes holds thousands of records (every commit rewrote
 // them all: megabytes of database writes per second). The list is the
 // base key's records followed by each appended key's, in key order.
-// Rewrites of the list (compaction, truncate, clone) fold it back into the
-// base key alone, and so does the commit that would pass maxChunkKeys
-// keys, so a read scans a bounded number of keys.
+// Rewrites of the list (compaction, truncate, clone) fold it back into as
+// few keys as it takes, and so does the commit that would pass that
+// number by maxChunkKeys, so a read scans a bounded number of keys.
+//
+// On version 2 volumes no key holds more than chunkKeyRecords records: a
+// long list is the base key and appended keys of at most that many each.
+// SQLite keeps a row of up to about 1 KiB in its B-tree page and the rest
+// in overflow pages, and a WITHOUT ROWID table compares a key with such a
+// row only after reading all of it. A list of thousands of records in one
+// row (a VM image after random writes) ended up as a divider in interior
+// pages, and every lookup of any key then read hundreds of KiB: a Getattr
+// went from 3 to 20 µs, and O_DIRECT reads, which check the attributes
+// each time, lost two thirds of their speed. Version 1 volumes keep one
+// key per list, as the binaries that write them expect.
 //
 // Every record with a non-zero ID holds one reference to its slice. A
 // slice's reference count is stored under 'K' only while it is above one:
@@ -33,10 +44,17 @@ import (
 // keys.
 const appendedChunksVersion = 2
 
-// maxChunkKeys bounds the keys of one chunk: the commit that would add
-// one more folds the list into the base key (rewriting it once per
-// maxChunkKeys commits instead of at every one).
+// maxChunkKeys bounds the keys of one chunk beyond the fewest its list
+// needs (minChunkKeys): the commit that would pass it folds the list
+// (rewriting it once per maxChunkKeys commits instead of at every one).
 const maxChunkKeys = 64
+
+// chunkKeyRecords is the most records one chunk key holds on version 2
+// volumes: 768 bytes of value, so a row stays inside its B-tree page.
+const chunkKeyRecords = 32
+
+// minChunkKeys is the number of keys a list of n records is folded into.
+func minChunkKeys(n int) int { return max(1, (n+chunkKeyRecords-1)/chunkKeyRecords) }
 
 // ReadChunk reads the inode (for a missing one's ENOENT and the chunk
 // generation) and one chunk's list, from the chunk cache when it holds it.
@@ -227,51 +245,66 @@ func (t *txn) keysOf(ino meta.Ino, index uint32) ([][]byte, error) {
 	return t.chunkKeys[chunkRef{ino, index}], nil
 }
 
-// setChunk replaces a chunk's slice list: the base key holds all of ss
-// (deleted when ss is empty) and appended keys are deleted.
+// setChunk replaces a chunk's slice list (deleting its keys when ss is
+// empty): the base key holds all of ss on version 1 volumes; on later
+// ones the base key and appended keys 0, 1... hold chunkKeyRecords
+// records each. Other appended keys are deleted.
 func (t *txn) setChunk(ino meta.Ino, index uint32, ss []meta.Slice) error {
 	keys, err := t.keysOf(ino, index)
 	if err != nil {
 		return err
 	}
+	ref := chunkRef{ino, index}
+	per := len(ss)
+	if t.cache != nil {
+		per = chunkKeyRecords
+	}
+	var written [][]byte
+	for i := 0; i < len(ss); i += per {
+		k := chunkKey(ino, index)
+		if i > 0 {
+			k = appendedKey(ino, index, uint32(i/per-1))
+		}
+		t.tx.Set(k, encodeSlices(ss[i:min(len(ss), i+per)]))
+		written = append(written, k)
+	}
 	for _, k := range keys {
-		if len(k) != chunkKeyLen {
+		if order := chunkKeyOrder(k); order >= int64(len(written)) {
 			t.tx.Delete(k)
 		}
 	}
-	base := chunkKey(ino, index)
-	ref := chunkRef{ino, index}
+	t.chunkKeys[ref] = written
 	if len(ss) == 0 {
-		t.tx.Delete(base)
-		t.chunkKeys[ref] = nil
 		t.wroteChunk(ref, nil)
 		return nil
 	}
-	t.tx.Set(base, encodeSlices(ss))
-	t.chunkKeys[ref] = [][]byte{base}
 	t.wroteChunk(ref, ss)
 	return nil
 }
 
 // appendChunk adds the records added to a chunk whose whole new list is
-// ss: under one appended key where the volume has them, the chunk has a
-// base key and fewer than maxChunkKeys keys; else by rewriting the list.
+// ss: under new appended keys (chunkKeyRecords records each) where the
+// volume has them, the chunk has a base key, and the keys stay within
+// maxChunkKeys of the fewest the list needs; else by rewriting the list.
 func (t *txn) appendChunk(ino meta.Ino, index uint32, ss, added []meta.Slice) error {
 	keys, err := t.keysOf(ino, index)
 	if err != nil {
 		return err
 	}
-	if t.cache == nil || len(keys) == 0 || len(keys) >= maxChunkKeys || len(keys[0]) != chunkKeyLen {
+	more := (len(added) + chunkKeyRecords - 1) / chunkKeyRecords
+	if t.cache == nil || len(keys) == 0 || len(keys[0]) != chunkKeyLen || len(keys)+more > minChunkKeys(len(ss))+maxChunkKeys {
 		return t.setChunk(ino, index, ss)
 	}
-	seq := uint32(0)
-	if last := keys[len(keys)-1]; len(last) != chunkKeyLen {
-		seq = uint32(chunkKeyOrder(last)) // the last one's seq + 1
+	seq := uint32(chunkKeyOrder(keys[len(keys)-1])) // the last one's seq + 1, or 0 after the base key
+	keys = slices.Clip(keys)
+	for i := 0; i < len(added); i += chunkKeyRecords {
+		k := appendedKey(ino, index, seq)
+		t.tx.Set(k, encodeSlices(added[i:min(len(added), i+chunkKeyRecords)]))
+		keys = append(keys, k)
+		seq++
 	}
-	k := appendedKey(ino, index, seq)
-	t.tx.Set(k, encodeSlices(added))
 	ref := chunkRef{ino, index}
-	t.chunkKeys[ref] = append(keys, k)
+	t.chunkKeys[ref] = keys
 	t.wroteChunk(ref, ss)
 	return nil
 }

@@ -87,14 +87,16 @@ func TestAppendedChunkKeys(t *testing.T) {
 	}
 	check("the batch again", 4)
 
-	for i := 4; i < maxChunkKeys; i++ {
+	keys := 4
+	for i := 4; keys+1 <= minChunkKeys(len(want)+1)+maxChunkKeys; i++ {
 		write(meta.Slice{ID: meta.SliceID(100 + i), Size: 10, Len: 10, Pos: uint32(i) * 100})
+		keys++
 	}
-	check("maxChunkKeys commits", maxChunkKeys)
+	check("commits up to the bound", keys)
 	write(meta.Slice{ID: 999, Size: 10, Len: 10, Pos: 7})
-	check("one more commit folds", 1)
+	check("one more commit folds", minChunkKeys(len(want)))
 	write(meta.Slice{ID: 1000, Size: 10, Len: 10, Pos: 9})
-	check("appending again", 2)
+	check("appending again", minChunkKeys(len(want)-1)+1)
 
 	// Compaction of a prefix folds the rest in after the replacement.
 	old := slices.Clone(want[:3])
@@ -103,7 +105,7 @@ func TestAppendedChunkKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = append(slices.Clone(repl), want[3:]...)
-	check("compaction", 1)
+	check("compaction", minChunkKeys(len(want)))
 
 	// Truncating into the chunk cuts the list and folds it.
 	write(meta.Slice{ID: 3000, Size: 10, Len: 10, Pos: 20000})
@@ -119,8 +121,8 @@ func TestAppendedChunkKeys(t *testing.T) {
 			t.Fatalf("after truncate, data past the end: %v", p)
 		}
 	}
-	if n := len(chunkKeys(t, store, ino, 1)); n != 1 {
-		t.Fatalf("after truncate: %d keys", n)
+	if n := len(chunkKeys(t, store, ino, 1)); n != minChunkKeys(len(got)) {
+		t.Fatalf("after truncate: %d keys for %d records", n, len(got))
 	}
 
 	// Deleting the file's data deletes the appended keys too.
@@ -137,6 +139,72 @@ func TestAppendedChunkKeys(t *testing.T) {
 	}
 	if len(report.Problems) > 0 {
 		t.Fatalf("check: %v", report.Problems)
+	}
+}
+
+// TestChunkRowsStaySmall: no chunk key holds more than chunkKeyRecords
+// records, whether a long list grows by a big batch or is rewritten; the
+// list reads back whole, also after a fold.
+func TestChunkRowsStaySmall(t *testing.T) {
+	store := memkv.New()
+	e := New(store, Options{})
+	t.Cleanup(func() { _ = e.Close() })
+	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
+	if err := e.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
+		t.Fatal(err)
+	}
+	ino := mkfile(t, e, ctx, "img")
+	var want []meta.Slice
+	check := func(when string) {
+		t.Helper()
+		got, err := e.ReadChunk(ctx, ino, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: %d records read, want %d", when, len(got), len(want))
+		}
+		err = store.View(ctx, func(tx kv.Tx) error {
+			return tx.Scan(chunkKey(ino, 0), nil, 0, func(k, v []byte) bool {
+				if n := len(v) / sliceLen; n > chunkKeyRecords {
+					t.Errorf("%s: key %x holds %d records", when, k, n)
+				}
+				return true
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := meta.SliceID(1)
+	batch := func(n int) {
+		var ws []meta.SliceWrite
+		for range n {
+			s := meta.Slice{ID: id, Size: 4096, Len: 4096, Pos: uint32(id%16000) * 4096}
+			ws = append(ws, meta.SliceWrite{Index: 0, S: s})
+			want = append(want, s)
+			id++
+		}
+		if _, err := e.WriteSlices(ctx, ino, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch(200)
+	check("one batch of 200")
+	for range 80 { // past the fold
+		batch(7)
+	}
+	check("80 more batches")
+	// A rewrite (compaction of the first 100 records) splits the list too.
+	repl := []meta.Slice{{ID: id, Size: 4096, Len: 4096, Pos: 7}}
+	id++
+	if err := e.CompactChunk(ctx, ino, 0, slices.Clone(want[:100]), repl); err != nil {
+		t.Fatal(err)
+	}
+	want = append(repl, want[100:]...)
+	check("compaction")
+	if n := len(chunkKeys(t, store, ino, 0)); n != minChunkKeys(len(want)) {
+		t.Fatalf("after compaction: %d keys for %d records, want %d", n, len(want), minChunkKeys(len(want)))
 	}
 }
 
