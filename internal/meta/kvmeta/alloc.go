@@ -49,7 +49,7 @@ const paintMin = 64
 // addedAlloc returns the change of a chunk's visible data when the last m
 // records of list were appended to the ones before, and the painting of
 // the new list when it computed one (nil otherwise).
-func (t *txn) addedAlloc(ref chunkRef, list []meta.Slice, m int) (int64, []meta.Slice) {
+func (t *txn) addedAlloc(ref chunkRef, list []meta.Slice, m int) (int64, *painting) {
 	k := len(list) - m
 	p, ok := t.paintings[ref]
 	if !ok {
@@ -60,15 +60,16 @@ func (t *txn) addedAlloc(ref chunkRef, list []meta.Slice, m int) (int64, []meta.
 			}
 			return d, nil
 		}
-		p = meta.Resolve(list[:k], 0, meta.ChunkSize)
+		p = newPainting(meta.Resolve(list[:k], 0, meta.ChunkSize))
 	}
-	painted, d := paintAdded(p, list[k:])
+	painted, d := p.paint(list[k:])
 	return d, painted
 }
 
-// paintAdded paints added (in order) over p, the painting of a whole
-// chunk (consecutive pieces from 0 to meta.ChunkSize, holes with ID 0),
-// and returns the new painting and the change of its data bytes. Only the
+// paintAdded paints added (in order) over p, consecutive pieces of a
+// chunk's painting that cover every record of added (a whole chunk's, or
+// the blocks painting.paint joined), and returns the new pieces and the
+// change of their data bytes. Only the
 // pieces under the records change: each run of them is repainted with the
 // records over it, so a commit of m records costs O(m log k) besides one
 // copy of the k pieces.

@@ -210,6 +210,54 @@ func TestAddedAllocMatchesRecount(t *testing.T) {
 		if p, q := normalize(painted), normalize(meta.Resolve(all, 0, meta.ChunkSize)); !slices.Equal(p, q) {
 			t.Fatalf("case %d: painting after paintAdded\n%v\nbut painting the list gives\n%v", i, p, q)
 		}
+		// The same on a painting in blocks, whose blocks the update shares
+		// and must leave as they were.
+		before := newPainting(meta.Resolve(ss, 0, meta.ChunkSize))
+		flatBefore := before.flat()
+		after, got := before.paint(added)
+		if got != want {
+			t.Fatalf("case %d: painting.paint counts %d, recount says %d", i, got, want)
+		}
+		if p, q := normalize(after.flat()), normalize(meta.Resolve(all, 0, meta.ChunkSize)); !slices.Equal(p, q) {
+			t.Fatalf("case %d: painting in blocks after paint\n%v\nbut painting the list gives\n%v", i, p, q)
+		}
+		if !slices.Equal(before.flat(), flatBefore) {
+			t.Fatalf("case %d: paint changed the painting it started from", i)
+		}
+		for _, b := range after.blocks {
+			if len(b) == 0 || len(b) > paintBlock {
+				t.Fatalf("case %d: a block of %d pieces", i, len(b))
+			}
+		}
+		if after.size() != len(after.flat()) {
+			t.Fatalf("case %d: size %d, %d pieces", i, after.size(), len(after.flat()))
+		}
+	}
+}
+
+// TestPaintingBlocksShared: a commit of one small record to a long
+// painting rebuilds at most two blocks and shares the others.
+func TestPaintingBlocksShared(t *testing.T) {
+	var ss []meta.Slice
+	for i := range uint32(2000) {
+		ss = append(ss, meta.Slice{ID: meta.SliceID(1 + i), Size: 4096, Len: 4096, Pos: i * 8192})
+	}
+	p := newPainting(meta.Resolve(ss, 0, meta.ChunkSize))
+	q, d := p.paint([]meta.Slice{{ID: 9999, Size: 100, Len: 100, Pos: 1000 * 8192}})
+	if d != 0 {
+		t.Fatalf("overwriting data inside data changed the count by %d", d)
+	}
+	shared := 0
+	for _, b := range q.blocks {
+		for _, o := range p.blocks {
+			if &b[0] == &o[0] {
+				shared++
+				break
+			}
+		}
+	}
+	if shared < len(p.blocks)-2 {
+		t.Fatalf("%d of %d blocks shared after a one-record commit", shared, len(p.blocks))
 	}
 }
 

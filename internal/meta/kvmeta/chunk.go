@@ -127,13 +127,13 @@ func (t *txn) releaseClaims() {
 
 // rememberPainting keeps the painting of a chunk's list as read (nil:
 // unknown) for the commit's allocated-bytes count.
-func (t *txn) rememberPainting(ref chunkRef, painted []meta.Slice) {
+func (t *txn) rememberPainting(ref chunkRef, painted *painting) {
 	if painted == nil {
 		delete(t.paintings, ref)
 		return
 	}
 	if t.paintings == nil {
-		t.paintings = make(map[chunkRef][]meta.Slice)
+		t.paintings = make(map[chunkRef]*painting)
 	}
 	t.paintings[ref] = painted
 }

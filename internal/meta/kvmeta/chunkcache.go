@@ -47,7 +47,7 @@ type cachedChunk struct {
 	keys [][]byte
 	// painted is meta.Resolve(list, 0, meta.ChunkSize) when known (a
 	// commit computed it for the allocated bytes); shared, never changed.
-	painted []meta.Slice
+	painted *painting
 	claimed bool // a transaction appends to list in place (see above)
 }
 
@@ -60,7 +60,7 @@ const maxCachedRecords = 2 << 20
 // that will only append to the list gets the cached list itself when no
 // one else has claimed it (claimed reports it; release gives it back);
 // otherwise the list is a copy, with room to append a commit's records.
-func (c *chunkCache) get(ref chunkRef, gen uint64, claim bool) (list []meta.Slice, keys [][]byte, painted []meta.Slice, claimed, ok bool) {
+func (c *chunkCache) get(ref chunkRef, gen uint64, claim bool) (list []meta.Slice, keys [][]byte, painted *painting, claimed, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.inodes[ref.ino][ref.index]
@@ -94,11 +94,11 @@ const appendRoom = 64
 // put caches chunk ref's list, keys and painting (nil if unknown) at gen
 // (nil list: forget it), unclaimed. The caller gives them up, with the
 // list's spare capacity, which a later claim appends into.
-func (c *chunkCache) put(ref chunkRef, gen uint64, list []meta.Slice, keys [][]byte, painted []meta.Slice) {
+func (c *chunkCache) put(ref chunkRef, gen uint64, list []meta.Slice, keys [][]byte, painted *painting) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.drop(ref)
-	size := len(list) + len(painted)
+	size := len(list) + painted.size()
 	if len(list) == 0 || size > maxCachedRecords/4 {
 		return
 	}
@@ -151,7 +151,7 @@ func (c *chunkCache) forget(ino meta.Ino) {
 func (c *chunkCache) drop(ref chunkRef) {
 	m := c.inodes[ref.ino]
 	if e, ok := m[ref.index]; ok {
-		c.records -= len(e.list) + len(e.painted)
+		c.records -= len(e.list) + e.painted.size()
 		delete(m, ref.index)
 		if len(m) == 0 {
 			delete(c.inodes, ref.ino)

@@ -128,7 +128,7 @@ type txn struct {
 	wrote     map[chunkRef][]meta.Slice // lists written, for the cache
 	owned     map[chunkRef]bool         // lists of wrote that need no copy
 	claims    []claim                   // cached lists appended to in place
-	paintings map[chunkRef][]meta.Slice // paintings of lists read or written, when known
+	paintings map[chunkRef]*painting    // paintings of lists read or written, when known
 }
 
 // chunkRef names one chunk of one file.
