@@ -38,12 +38,7 @@ func chunkKeys(t *testing.T, s kv.Store, ino meta.Ino, index uint32) [][]byte {
 // compaction and truncation.
 func TestAppendedChunkKeys(t *testing.T) {
 	store := memkv.New()
-	e := New(store, Options{})
-	t.Cleanup(func() { _ = e.Close() })
-	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
-	if err := e.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
-		t.Fatal(err)
-	}
+	e, ctx := formatOn(t, store)
 	ino := mkfile(t, e, ctx, "img")
 	var want []meta.Slice
 	write := func(s meta.Slice) {
@@ -147,12 +142,7 @@ func TestAppendedChunkKeys(t *testing.T) {
 // list reads back whole, also after a fold.
 func TestChunkRowsStaySmall(t *testing.T) {
 	store := memkv.New()
-	e := New(store, Options{})
-	t.Cleanup(func() { _ = e.Close() })
-	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
-	if err := e.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
-		t.Fatal(err)
-	}
+	e, ctx := formatOn(t, store)
 	ino := mkfile(t, e, ctx, "img")
 	var want []meta.Slice
 	check := func(when string) {
@@ -386,12 +376,7 @@ func (f *failing) Close() error { return nil }
 // unchanged, for a moment before their new lists replaced them.)
 func TestChunkCacheClaims(t *testing.T) {
 	store := &failing{Store: memkv.New()}
-	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
-	e := New(store, Options{})
-	t.Cleanup(func() { _ = e.Close() })
-	if err := e.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
-		t.Fatal(err)
-	}
+	e, ctx := formatOn(t, store)
 	ino := mkfile(t, e, ctx, "img")
 	var want []meta.Slice
 	write := func(pos uint32) error {

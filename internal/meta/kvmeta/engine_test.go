@@ -76,13 +76,21 @@ func (t *countingTx) Set(key, value []byte) {
 func newTestEngine(t *testing.T) (*Engine, *counting, context.Context) {
 	t.Helper()
 	store := &counting{Store: memkv.New()}
+	e, ctx := formatOn(t, store)
+	return e, store, ctx
+}
+
+// formatOn formats a volume on store and returns its engine (closed at
+// the end of the test) and a trusted context.
+func formatOn(t *testing.T, store kv.Store) (*Engine, context.Context) {
+	t.Helper()
 	e := New(store, Options{})
 	t.Cleanup(func() { _ = e.Close() })
 	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
 	if err := e.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
 		t.Fatal(err)
 	}
-	return e, store, ctx
+	return e, ctx
 }
 
 // TestOperationCost pins the number of kv reads and writes of the hot
