@@ -213,15 +213,15 @@ func TestAddedAllocMatchesRecount(t *testing.T) {
 		// The same on a painting in blocks, whose blocks the update shares
 		// and must leave as they were.
 		before := newPainting(meta.Resolve(ss, 0, meta.ChunkSize))
-		flatBefore := before.flat()
+		flatBefore := flat(before)
 		after, got := before.paint(added)
 		if got != want {
 			t.Fatalf("case %d: painting.paint counts %d, recount says %d", i, got, want)
 		}
-		if p, q := normalize(after.flat()), normalize(meta.Resolve(all, 0, meta.ChunkSize)); !slices.Equal(p, q) {
+		if p, q := normalize(flat(after)), normalize(meta.Resolve(all, 0, meta.ChunkSize)); !slices.Equal(p, q) {
 			t.Fatalf("case %d: painting in blocks after paint\n%v\nbut painting the list gives\n%v", i, p, q)
 		}
-		if !slices.Equal(before.flat(), flatBefore) {
+		if !slices.Equal(flat(before), flatBefore) {
 			t.Fatalf("case %d: paint changed the painting it started from", i)
 		}
 		for _, b := range after.blocks {
@@ -229,10 +229,19 @@ func TestAddedAllocMatchesRecount(t *testing.T) {
 				t.Fatalf("case %d: a block of %d pieces", i, len(b))
 			}
 		}
-		if after.size() != len(after.flat()) {
-			t.Fatalf("case %d: size %d, %d pieces", i, after.size(), len(after.flat()))
+		if after.size() != len(flat(after)) {
+			t.Fatalf("case %d: size %d, %d pieces", i, after.size(), len(flat(after)))
 		}
 	}
+}
+
+// flat returns a painting's pieces as one array.
+func flat(p *painting) []meta.Slice {
+	var out []meta.Slice
+	for _, b := range p.blocks {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // TestPaintingBlocksShared: a commit of one small record to a long

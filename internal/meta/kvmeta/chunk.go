@@ -296,7 +296,6 @@ func (t *txn) appendChunk(ino meta.Ino, index uint32, ss, added []meta.Slice) er
 		return t.setChunk(ino, index, ss)
 	}
 	seq := uint32(chunkKeyOrder(keys[len(keys)-1])) // the last one's seq + 1, or 0 after the base key
-	keys = slices.Clip(keys)
 	for i := 0; i < len(added); i += chunkKeyRecords {
 		k := appendedKey(ino, index, seq)
 		t.tx.Set(k, encodeSlices(added[i:min(len(added), i+chunkKeyRecords)]))

@@ -48,15 +48,6 @@ func (p *painting) size() int {
 	return p.pieces
 }
 
-// flat returns the painting as one array (for tests).
-func (p *painting) flat() []meta.Slice {
-	out := make([]meta.Slice, 0, p.pieces)
-	for _, b := range p.blocks {
-		out = append(out, b...)
-	}
-	return out
-}
-
 // paint paints added (in order) over p and returns the new painting and
 // the change of its data bytes. The blocks under each window of added
 // records are joined and repainted (paintAdded); the rest are shared.
@@ -75,7 +66,7 @@ func (p *painting) paint(added []meta.Slice) (*painting, int64) {
 		}
 		spans = append(spans, span{i, j})
 	}
-	out := &painting{blocks: make([][]meta.Slice, 0, len(p.blocks)+2*len(spans))}
+	out := &painting{blocks: make([][]meta.Slice, 0, len(p.blocks)+2*len(spans)), pieces: p.pieces}
 	var delta int64
 	at := 0
 	var joined, mine []meta.Slice
@@ -94,12 +85,10 @@ func (p *painting) paint(added []meta.Slice) (*painting, int64) {
 		}
 		np, d := paintAdded(joined, mine)
 		delta += d
+		out.pieces += len(np) - len(joined)
 		out.blocks = appendBlocks(out.blocks, np)
 		at = s.j
 	}
 	out.blocks = append(out.blocks, p.blocks[at:]...)
-	for _, b := range out.blocks {
-		out.pieces += len(b)
-	}
 	return out, delta
 }
