@@ -26,11 +26,13 @@ import (
 // One writer connection (Txn begins IMMEDIATE on it, so in-process writers
 // queue here instead of spinning on SQLITE_BUSY) and a few query-only
 // reader connections for View. Each connection keeps its prepared
-// statements.
+// statements. A checkpointer (checkpoint.go) keeps the WAL short and
+// syncs it, beside the writer.
 type litePool struct {
 	writer  chan *liteConn // holds the writer while it is free
 	readers chan *liteConn // free readers
 	all     []*liteConn
+	ckpt    *checkpointer
 }
 
 var _ pool = (*litePool)(nil)
@@ -42,17 +44,19 @@ type liteConn struct {
 	begin  driver.Stmt // BEGIN IMMEDIATE for the writer, BEGIN for readers
 	commit driver.Stmt
 	pool   chan *liteConn
+	ckpt   *checkpointer // the writer's: told of every commit
 }
 
-// openLitePool opens the writer with writeDSN and readers connections with
+// openLitePool opens the database file at path: the writer and the
+// checkpointer's connection with writeDSN, and readers connections with
 // readDSN.
-func openLitePool(writeDSN, readDSN string, readers int) (*litePool, error) {
+func openLitePool(path, writeDSN, readDSN string, readers int) (*litePool, error) {
 	p := &litePool{writer: make(chan *liteConn, 1), readers: make(chan *liteConn, readers)}
 	drv := &sqlite3.SQLiteDriver{}
-	open := func(dsn, begin string, home chan *liteConn) error {
+	open := func(dsn, begin string, home chan *liteConn) (*liteConn, error) {
 		c, err := drv.Open(dsn)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		lc := &liteConn{c: c.(*sqlite3.SQLiteConn), pool: home}
 		if lc.begin, err = lc.c.Prepare(begin); err == nil {
@@ -60,21 +64,33 @@ func openLitePool(writeDSN, readDSN string, readers int) (*litePool, error) {
 		}
 		if err != nil {
 			_ = lc.c.Close()
-			return err
+			return nil, err
 		}
 		p.all = append(p.all, lc)
 		home <- lc
-		return nil
+		return lc, nil
 	}
-	if err := open(writeDSN, "BEGIN IMMEDIATE", p.writer); err != nil {
+	w, err := open(writeDSN, "BEGIN IMMEDIATE", p.writer)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", writerAutoCheckpoint), nil); err != nil {
+		_ = p.close()
 		return nil, err
 	}
 	for range readers {
-		if err := open(readDSN, "BEGIN", p.readers); err != nil {
+		if _, err := open(readDSN, "BEGIN", p.readers); err != nil {
 			_ = p.close()
 			return nil, err
 		}
 	}
+	c, err := drv.Open(writeDSN)
+	if err != nil {
+		_ = p.close()
+		return nil, err
+	}
+	p.ckpt = newCheckpointer(c.(*sqlite3.SQLiteConn), path)
+	w.ckpt = p.ckpt
 	return p, nil
 }
 
@@ -128,15 +144,7 @@ func (p *litePool) begin(ctx context.Context, readOnly bool) (conn, error) {
 	return &liteTx{lc: lc}, nil
 }
 
-func (p *litePool) exec(ctx context.Context, query string, args ...any) error {
-	lc, err := p.acquire(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer func() { lc.pool <- lc }()
-	_, err = lc.c.Exec(query, values(args))
-	return err
-}
+func (p *litePool) sync(context.Context) error { return p.ckpt.sync() }
 
 func (p *litePool) query(ctx context.Context, i int, args []any, fn func(cols [][]byte) error) error {
 	lc, err := p.acquire(ctx, true)
@@ -170,6 +178,9 @@ func (p *litePool) close() error {
 		if len(errs) > 0 {
 			break
 		}
+	}
+	if p.ckpt != nil {
+		errs = append(errs, p.ckpt.close())
 	}
 	for _, lc := range free {
 		for _, st := range append(lc.stmts[:], lc.begin, lc.commit) {
@@ -258,6 +269,9 @@ func (t *liteTx) queryInt(query string, args ...any) (int64, bool, error) {
 // open; rollback, which the txn helper always calls, ends it.
 func (t *liteTx) commit() error {
 	_, err := t.lc.commit.Exec(nil)
+	if err == nil && t.lc.ckpt != nil {
+		t.lc.ckpt.committed()
+	}
 	return err
 }
 

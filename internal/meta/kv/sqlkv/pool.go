@@ -18,8 +18,9 @@ type pool interface {
 	// begin starts a transaction: read-write (writers queue for SQLite's
 	// one writer connection) or read-only.
 	begin(ctx context.Context, readOnly bool) (conn, error)
-	// exec runs one statement outside any transaction (a checkpoint).
-	exec(ctx context.Context, query string, args ...any) error
+	// sync makes every committed transaction durable against power loss
+	// (kv.Syncer); a no-op where commits already are.
+	sync(ctx context.Context) error
 	// query runs prepared read statement i outside any transaction, on
 	// a reader connection where there are several: the statement is its
 	// own snapshot. fn is called as by conn.query.
@@ -83,10 +84,9 @@ func (p *sqlPool) begin(ctx context.Context, readOnly bool) (conn, error) {
 	return &sqlConn{ctx: ctx, tx: tx, stmts: &p.stmts}, nil
 }
 
-func (p *sqlPool) exec(ctx context.Context, query string, args ...any) error {
-	_, err := p.db.ExecContext(ctx, query, args...)
-	return err
-}
+// sync: a PostgreSQL commit is as durable as the server is configured to
+// make it.
+func (p *sqlPool) sync(context.Context) error { return nil }
 
 func (p *sqlPool) query(ctx context.Context, i int, args []any, fn func(cols [][]byte) error) error {
 	rows, err := p.stmts[i].QueryContext(ctx, args...)

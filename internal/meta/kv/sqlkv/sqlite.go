@@ -70,7 +70,7 @@ func (d *sqliteDialect) open(ctx context.Context) (pool, error) {
 	if f, err := os.OpenFile(d.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
 		_ = f.Close()
 	}
-	p, err := openLitePool(d.dsn(sqliteWriteParams), d.dsn(sqliteReadParams), max(4, runtime.GOMAXPROCS(0)))
+	p, err := openLitePool(d.path, d.dsn(sqliteWriteParams), d.dsn(sqliteReadParams), max(4, runtime.GOMAXPROCS(0)))
 	if err != nil {
 		return nil, fmt.Errorf("sqlkv: cannot open SQLite database %s (does its directory exist and is it writable?): %w", d.path, err)
 	}

@@ -111,7 +111,15 @@ func testNewerSchemaRefused(t *testing.T, rawURL string) {
 		t.Fatal(err)
 	}
 	st := s.(*Store)
-	err = st.pool.exec(ctx, st.dialect.rebind("UPDATE shoal_meta SET value = ? WHERE name = 'schema_version'"), schemaVersion+1)
+	c, err := st.pool.begin(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.execSQL(st.dialect.rebind("UPDATE shoal_meta SET value = ? WHERE name = 'schema_version'"), schemaVersion+1)
+	if err == nil {
+		err = c.commit()
+	}
+	c.rollback()
 	if err != nil {
 		t.Fatal(err)
 	}

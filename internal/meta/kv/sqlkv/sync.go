@@ -2,7 +2,6 @@ package sqlkv
 
 import (
 	"context"
-	"strings"
 
 	"shoal/internal/meta/kv"
 )
@@ -11,15 +10,12 @@ var _ kv.Syncer = (*Store)(nil)
 
 // Sync implements kv.Syncer. SQLite commits in WAL mode with
 // synchronous=NORMAL are durable against a crash of the process at once,
-// but against power loss only once the WAL is synced; a passive
-// checkpoint syncs the WAL (and then the database) without waiting for
-// readers. PostgreSQL commits are already as durable as the server is
-// configured to make them, so Sync has nothing to do there.
+// but against power loss only once the WAL file is synced, which Sync does
+// (checkpoint.go) without waiting for the writer. PostgreSQL commits are
+// already as durable as the server is configured to make them, so Sync
+// has nothing to do there.
 func (s *Store) Sync(ctx context.Context) error {
-	if !strings.HasPrefix(s.dialect.name(), "sqlite") {
-		return nil
-	}
-	if err := s.pool.exec(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+	if err := s.pool.sync(ctx); err != nil {
 		return s.wrap("sync", err)
 	}
 	return nil

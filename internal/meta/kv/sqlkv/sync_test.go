@@ -2,16 +2,19 @@ package sqlkv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"shoal/internal/meta/kv"
 )
 
-// TestSQLiteSyncCheckpointsWAL checks that Sync moves committed frames out
-// of the WAL into the synced database file.
-func TestSQLiteSyncCheckpointsWAL(t *testing.T) {
+// TestSQLiteCheckpointInBackground checks that committed frames reach the
+// database file without a Sync and below the writer's own auto-checkpoint
+// threshold: the checkpointer goroutine moved them.
+func TestSQLiteCheckpointInBackground(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "meta.db")
 	st, err := Open(ctx, "sqlite://"+path)
@@ -19,24 +22,76 @@ func TestSQLiteSyncCheckpointsWAL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	before, _ := os.Stat(path)
-	err = st.Txn(ctx, func(tx kv.Tx) error {
-		for i := 0; i < 200; i++ {
-			tx.Set([]byte{byte(i), 1, 2, 3}, make([]byte, 1000))
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := 2 * ckptEvery // a few hundred pages, far below writerAutoCheckpoint
+	for i := range commits {
+		err := st.Txn(ctx, func(tx kv.Tx) error {
+			tx.Set(fmt.Appendf(nil, "key%06d", i), make([]byte, 1000))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		after, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Size() > before.Size() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("database file still %d bytes after %d commits: nothing checkpointed in the background", after.Size(), commits)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSQLiteSyncBesideWriter checks that Sync neither needs the writer
+// connection (a long write transaction does not hold it up) nor fails on a
+// store that has not written yet.
+func TestSQLiteSyncBesideWriter(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.(kv.Syncer).Sync(ctx); err != nil {
+	defer st.Close()
+	syncer := st.(kv.Syncer)
+	if err := syncer.Sync(ctx); err != nil {
+		t.Fatalf("Sync of a fresh store: %v", err)
+	}
+	if err := st.Txn(ctx, func(tx kv.Tx) error { tx.Set([]byte("a"), []byte("1")); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	after, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
+	inside, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- st.Txn(ctx, func(tx kv.Tx) error {
+			tx.Set([]byte("b"), []byte("2"))
+			close(inside)
+			<-release
+			return nil
+		})
+	}()
+	<-inside
+	synced := make(chan error, 1)
+	go func() { synced <- syncer.Sync(ctx) }()
+	select {
+	case err := <-synced:
+		if err != nil {
+			t.Fatalf("Sync: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Sync waited for a write transaction to end")
 	}
-	if after.Size() <= before.Size() {
-		t.Fatalf("database file did not grow after Sync (%d -> %d): WAL not checkpointed", before.Size(), after.Size())
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
