@@ -109,6 +109,7 @@ func runMount(ctx context.Context, metaURL, mp string, o mountOptions, out io.Wr
 
 // serve runs the mount in this process until it is unmounted.
 func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *readyPipe) error {
+	raiseProcs()
 	logger, closeLog, err := openLogger(o.logFile, o.debug)
 	if err != nil {
 		return err
