@@ -80,7 +80,7 @@ running_pid() {
 }
 
 healthy() {
-	curl -fsS -o /dev/null --max-time 2 "http://$ADDR/minio/health/live" 2>/dev/null
+	curl -fsS -o /dev/null --max-time 2 "http://$ADDR/minio/health/ready" 2>/dev/null
 }
 
 # wait_ready polls the health endpoint for up to 60 s.
@@ -103,14 +103,20 @@ wait_ready() {
 # make_bucket creates the test bucket with a SigV4-signed PUT (curl does
 # the signing); an existing bucket is fine.
 make_bucket() {
-	local code
-	code=$(curl -sS -o "$STATE/mkbucket.out" -w '%{http_code}' --max-time 10 \
-		--aws-sigv4 "aws:amz:us-east-1:s3" --user "$USER_KEY:$SECRET_KEY" \
-		-X PUT "http://$ADDR/$BUCKET") || die "creating bucket $BUCKET: curl failed"
-	case $code in
-	200 | 409) ;;
-	*) die "creating bucket $BUCKET: HTTP $code: $(cat "$STATE/mkbucket.out")" ;;
-	esac
+	local code i
+	# A MinIO that answers its health check may still refuse requests for
+	# a moment (503, "Server not initialized yet"): retry for up to 30 s.
+	for ((i = 0; i < 120; i++)); do
+		code=$(curl -sS -o "$STATE/mkbucket.out" -w '%{http_code}' --max-time 10 \
+			--aws-sigv4 "aws:amz:us-east-1:s3" --user "$USER_KEY:$SECRET_KEY" \
+			-X PUT "http://$ADDR/$BUCKET") || code=000
+		case $code in
+		200 | 409) return 0 ;;
+		000 | 5??) sleep 0.25 ;;
+		*) break ;;
+		esac
+	done
+	die "creating bucket $BUCKET: HTTP $code: $(cat "$STATE/mkbucket.out" 2>/dev/null)"
 }
 
 launch() {

@@ -318,7 +318,7 @@ func startMinIO(t *testing.T, host string) *server {
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off"}
 	client := &http.Client{Timeout: 2 * time.Second}
 	s.ready = func() error {
-		resp, err := client.Get("http://" + s.addr() + "/minio/health/live")
+		resp, err := client.Get("http://" + s.addr() + "/minio/health/ready")
 		if err != nil {
 			return err
 		}
@@ -343,12 +343,21 @@ func makeBucket(t *testing.T, bucketURL string) {
 	cfg.AccessKey, cfg.SecretKey, cfg.CreateBucket = minioUser, minioSecret, true
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := s3store.New(ctx, cfg)
-	if err == nil {
-		err = st.Check(ctx)
-	}
-	if err != nil {
-		t.Fatalf("creating bucket %s: %v", bucketURL, err)
+	// A MinIO that answers its health check may still refuse requests for
+	// a moment ("Server not initialized yet, please try again").
+	for {
+		st, err := s3store.New(ctx, cfg)
+		if err == nil {
+			err = st.Check(ctx)
+		}
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("creating bucket %s: %v", bucketURL, err)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }
 
