@@ -27,6 +27,8 @@ type file struct {
 	// chunkGen counts invalidations of chunks, so that a list read from
 	// the engine before a commit is not cached after it.
 	chunkGen uint64
+	// attrs shares the engine reads of concurrent direct reads.
+	attrs attrRounds
 
 	capsLoaded bool // security.capability fetched since the last open
 	capsValue  []byte

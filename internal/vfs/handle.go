@@ -166,12 +166,15 @@ func (fs *FS) readChunk(ctx context.Context, h *handle, w *data.Writer, index, p
 }
 
 // directCheck starts a direct read: it drops the file's cached slice
-// lists if the engine's mtime or length moved since h last looked, and
+// lists if the engine's mtime or length moved since h last looked (one
+// engine read shared by the reads in flight: attrRounds), and
 // returns the length to read against (the engine's, or this mount's own
 // if it has written further).
 func (fs *FS) directCheck(ctx context.Context, h *handle) (uint64, error) {
 	f := h.file
-	attr, err := fs.engine.Getattr(ctx, f.ino)
+	attr, err := f.attrs.get(ctx, func(ctx context.Context) (meta.Attr, error) {
+		return fs.engine.Getattr(ctx, f.ino)
+	})
 	if err != nil {
 		return 0, err
 	}
