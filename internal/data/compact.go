@@ -32,6 +32,9 @@ func (s *Store) Compact(ctx context.Context, ino meta.Ino, index uint32, slices 
 		return nil
 	})
 	w.noPack = true // abort deletes what it stored: objects of its own only
+	// A chunk is compacted because it is being rewritten, and its new
+	// blocks serve the reads that follow.
+	w.readSoon = true
 	err := s.copyRuns(ctx, w, s.NewReader(ino), index, slices)
 	if err == nil {
 		err = w.Close(ctx)

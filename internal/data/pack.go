@@ -131,7 +131,8 @@ func (w *Writer) uploadPack(p *pack, gen uint64) {
 		}
 	}
 	if err == nil {
-		err = w.s.put(BlockKey(p.id, 0, p.size), func() io.Reader { return w.packReader(p) }, p.size)
+		// A pack holds small writes, the kind that gets read back.
+		err = w.s.put(BlockKey(p.id, 0, p.size), func() io.Reader { return w.packReader(p) }, p.size, true)
 	}
 	defer w.s.buf.uploading(-1)
 	w.mu.Lock()

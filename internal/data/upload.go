@@ -36,7 +36,7 @@ func (w *Writer) startUpload(s *slice, bi int) {
 func (w *Writer) upload(s *slice, bi int, b *block, size int, gen uint64) {
 	id, err := w.sliceID(s)
 	if err == nil {
-		err = w.s.put(BlockKey(id, bi, size), func() io.Reader { return newPageReader(b.pages, w.s.pageSize, size) }, size)
+		err = w.s.put(BlockKey(id, bi, size), func() io.Reader { return newPageReader(b.pages, w.s.pageSize, size) }, size, w.readSoon)
 	}
 	// Count the upload finished only after its pages are back, or a
 	// waiting writer could see a full buffer with nothing draining and
@@ -99,7 +99,12 @@ func (w *Writer) sliceID(s *slice) (meta.SliceID, error) {
 
 // put stores a block of size bytes read from a fresh newReader() per
 // attempt, retrying with exponential backoff. The error names the key.
-func (s *Store) put(key string, newReader func() io.Reader, size int) error {
+// readSoon marks objects likely to be read back soon (object.WithReadSoon).
+func (s *Store) put(key string, newReader func() io.Reader, size int, readSoon bool) error {
+	ctx := s.ctx
+	if readSoon {
+		ctx = object.WithReadSoon(ctx)
+	}
 	delay := s.backoff
 	for attempt := 1; ; attempt++ {
 		select {
@@ -107,7 +112,7 @@ func (s *Store) put(key string, newReader func() io.Reader, size int) error {
 		case <-s.ctx.Done():
 			return fmt.Errorf("put %s: %w", key, s.ctx.Err())
 		}
-		err := s.objects.Put(s.ctx, key, newReader(), int64(size))
+		err := s.objects.Put(ctx, key, newReader(), int64(size))
 		<-s.uploads
 		if err == nil {
 			s.counters.blocksPut.Add(1)

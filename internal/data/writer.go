@@ -58,6 +58,7 @@ type Writer struct {
 	closed     bool                // Close called
 	open       *pack               // pack taking small frozen slices, see pack.go
 	noPack     bool                // store every slice in objects of its own
+	readSoon   bool                // blocks go where reads find them (object.WithReadSoon)
 }
 
 // slice is one uncommitted slice: bytes [0, length) of its data sit at

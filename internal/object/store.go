@@ -74,3 +74,21 @@ func Walk(ctx context.Context, s Store, prefix string, fn func(page []Info)) err
 		after = infos[len(infos)-1].Key
 	}
 }
+
+// readSoonKey marks a Put context with WithReadSoon.
+type readSoonKey struct{}
+
+// WithReadSoon returns a context for a Put whose object is likely to be
+// read back soon (small random writes, which a guest or a database tends
+// to reread): a store with a local cache, such as the file store's page
+// cache, keeps the object there instead of writing around it. It is a
+// hint; stores without such a cache ignore it.
+func WithReadSoon(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readSoonKey{}, true)
+}
+
+// ReadSoon reports whether ctx carries WithReadSoon.
+func ReadSoon(ctx context.Context) bool {
+	v, _ := ctx.Value(readSoonKey{}).(bool)
+	return v
+}

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"shoal/internal/object"
 )
 
 // putAttempts bounds how often Put re-creates a directory that a
@@ -105,12 +107,14 @@ var copyBufs = sync.Pool{New: func() any {
 }}
 
 // writeSync copies exactly size bytes from r into f, fsyncs and closes f.
+// An object marked object.WithReadSoon goes through the page cache, where
+// its next reads will find it.
 func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64) error {
 	// Blocks are up to 4 MiB: copy in 1 MiB steps rather than io.Copy's
 	// 32 KiB (the wrappers hide any WriterTo), a quarter of the syscalls.
 	bufp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bufp)
-	err := copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size)
+	err := copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, !object.ReadSoon(ctx))
 	if err == nil {
 		var one [1]byte
 		if m, _ := io.ReadFull(r, one[:]); m > 0 {
@@ -126,10 +130,11 @@ func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64) error {
 	return err
 }
 
-// copyDirect copies size bytes from r to f through buf, with O_DIRECT for
-// every full buffer and the aligned part of the last one.
-func copyDirect(f *os.File, r io.Reader, buf []byte, size int64) error {
-	direct := size >= directAlign && setDirect(f, true) == nil
+// copyDirect copies size bytes from r to f through buf, with O_DIRECT
+// (if direct is set) for every full buffer and the aligned part of the
+// last one.
+func copyDirect(f *os.File, r io.Reader, buf []byte, size int64, direct bool) error {
+	direct = direct && size >= directAlign && setDirect(f, true) == nil
 	var done int64
 	for done < size {
 		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), size-done)])

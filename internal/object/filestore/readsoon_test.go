@@ -1,0 +1,79 @@
+package filestore
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"shoal/internal/object"
+)
+
+// resident returns the fraction of path's pages in the page cache.
+func resident(t *testing.T, path string) float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	pages := (len(m) + os.Getpagesize() - 1) / os.Getpagesize()
+	vec := make([]byte, pages)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	in := 0
+	for _, v := range vec {
+		in += int(v & 1)
+	}
+	return float64(in) / float64(pages)
+}
+
+// directWorks reports whether dir's file system takes O_DIRECT opens.
+func directWorks(dir string) bool {
+	f, err := os.OpenFile(filepath.Join(dir, "probe"), os.O_CREATE|os.O_WRONLY|unix.O_DIRECT, 0o600)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	os.Remove(filepath.Join(dir, "probe"))
+	return true
+}
+
+// TestPutReadSoonCaches: an object put with object.WithReadSoon is in the
+// page cache afterwards; one put without it was written around it (where
+// the file system supports O_DIRECT).
+func TestPutReadSoonCaches(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	if err := s.Put(object.WithReadSoon(ctx), "soon", bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "later", bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if r := resident(t, s.path("soon")); r < 0.99 {
+		t.Errorf("read-soon object: %.0f%% of its pages cached, want all", 100*r)
+	}
+	if !directWorks(s.root) {
+		t.Skipf("%s refuses O_DIRECT: objects always go through the page cache", s.root)
+	}
+	if r := resident(t, s.path("later")); r > 0.01 {
+		t.Errorf("object without the hint: %.0f%% of its pages cached, want none (written with O_DIRECT)", 100*r)
+	}
+}
