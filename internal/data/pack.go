@@ -131,8 +131,11 @@ func (w *Writer) uploadPack(p *pack, gen uint64) {
 		}
 	}
 	if err == nil {
-		// A pack holds small writes, the kind that gets read back.
-		err = w.s.put(BlockKey(p.id, 0, p.size), func() io.Reader { return w.packReader(p) }, p.size, true)
+		// Packs bypass the page cache like whole blocks: written through
+		// it, a guest's parallel random writes fell from 31,000–42,000 to
+		// 28,000–29,000 IOPS (the copy, and the writeback its fsync waits
+		// for), more than reads of them gained.
+		err = w.s.put(BlockKey(p.id, 0, p.size), func() io.Reader { return w.packReader(p) }, p.size, false)
 	}
 	defer w.s.buf.uploading(-1)
 	w.mu.Lock()

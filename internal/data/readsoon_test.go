@@ -44,8 +44,8 @@ func (h *hintStore) take() (soon, not int) {
 	return soon, not
 }
 
-// TestReadSoonHints: packs of small writes and compaction output are
-// stored as read-soon; whole blocks of a sequential write are not.
+// TestReadSoonHints: compaction output is stored as read-soon; whole
+// blocks of a sequential write and packs of small writes are not.
 func TestReadSoonHints(t *testing.T) {
 	hs := &hintStore{Store: newMem(), soon: map[string]bool{}}
 	const bs = 64 << 10
@@ -64,8 +64,8 @@ func TestReadSoonHints(t *testing.T) {
 		writeAll(t, w, off, pattern(byte(i), off, 4096))
 	}
 	flush(t, w)
-	if soon, not := hs.take(); soon == 0 || not != 0 {
-		t.Fatalf("small writes: %d read-soon puts, %d others; want packs with the hint", soon, not)
+	if soon, not := hs.take(); soon != 0 || not == 0 {
+		t.Fatalf("small writes: %d read-soon puts, %d others; want packs without the hint", soon, not)
 	}
 
 	compactLong(t, s, e, 1, 0)

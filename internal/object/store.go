@@ -79,10 +79,10 @@ func Walk(ctx context.Context, s Store, prefix string, fn func(page []Info)) err
 type readSoonKey struct{}
 
 // WithReadSoon returns a context for a Put whose object is likely to be
-// read back soon (small random writes, which a guest or a database tends
-// to reread): a store with a local cache, such as the file store's page
-// cache, keeps the object there instead of writing around it. It is a
-// hint; stores without such a cache ignore it.
+// read back soon and at random (the data layer marks compaction output):
+// a store with a local cache, such as the file store's page cache, keeps
+// the object there instead of writing around it. It is a hint; stores
+// without such a cache ignore it.
 func WithReadSoon(ctx context.Context) context.Context {
 	return context.WithValue(ctx, readSoonKey{}, true)
 }

@@ -90,10 +90,9 @@ func (s *Store) createTemp(dir string) (*os.File, error) {
 // mount's CPU in a 1 GiB sequential write. So writeSync writes whole
 // aligned pieces with O_DIRECT, from aligned buffers, and only a block's
 // unaligned tail through the page cache. Objects put with
-// object.WithReadSoon (packs of small writes, compaction output) are the
-// exception: they are read back soon, and at random, so they go through
-// the page cache: random reads of a VM image right after a burst of
-// random writes went from 28,000–29,000 to 36,000–37,000 IOPS. A file system that refuses O_DIRECT (tmpfs
+// object.WithReadSoon (compaction output: the new blocks of a chunk that
+// is being rewritten) are the exception and go through the page cache,
+// where the reads that follow find them. A file system that refuses O_DIRECT (tmpfs
 // before Linux 6.6, some FUSE or network file systems) gets plain writes.
 const (
 	// directAlign is the alignment O_DIRECT needs of offsets, lengths and
