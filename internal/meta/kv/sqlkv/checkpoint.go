@@ -96,18 +96,9 @@ func (c *checkpointer) run() {
 // by SQLite without a directory sync at synchronous=NORMAL). No WAL file
 // means no commits waiting for a sync.
 func (c *checkpointer) sync() error {
-	f, err := os.Open(c.walPath)
-	if errors.Is(err, fs.ErrNotExist) {
+	if err := syncPath(c.walPath); errors.Is(err, fs.ErrNotExist) {
 		return nil
-	}
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	} else if err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -115,15 +106,21 @@ func (c *checkpointer) sync() error {
 	if c.dirDone {
 		return nil
 	}
-	d, err := os.Open(filepath.Dir(c.walPath))
+	err := syncPath(filepath.Dir(c.walPath))
+	c.dirDone = err == nil
+	return err
+}
+
+// syncPath fsyncs the file or directory at path.
+func syncPath(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	c.dirDone = err == nil
 	return err
 }
 
