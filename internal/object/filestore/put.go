@@ -92,8 +92,9 @@ func (s *Store) createTemp(dir string) (*os.File, error) {
 // unaligned tail through the page cache. Objects put with
 // object.WithReadSoon (compaction output: the new blocks of a chunk that
 // is being rewritten) are the exception and go through the page cache,
-// where the reads that follow find them. A file system that refuses O_DIRECT (tmpfs
-// before Linux 6.6, some FUSE or network file systems) gets plain writes.
+// where the reads that follow find them. A file system that refuses
+// O_DIRECT (tmpfs before Linux 6.6, some FUSE or network file systems)
+// gets plain writes.
 const (
 	// directAlign is the alignment O_DIRECT needs of offsets, lengths and
 	// memory: the largest logical block size of common devices.
