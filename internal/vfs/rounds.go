@@ -36,15 +36,15 @@ type attrRound struct {
 
 // get returns the result of a fetch that started after the call.
 // Cancelling ctx abandons the wait but not a fetch other reads share, so
-// fetch runs detached from the leader's cancellation.
+// a shared fetch runs detached from its leader's cancellation.
 func (r *attrRounds) get(ctx context.Context, fetch func(context.Context) (meta.Attr, error)) (meta.Attr, error) {
 	r.mu.Lock()
 	if !r.running {
+		// Nobody can join a round that is already running, so this one
+		// needs no state of its own: the common case of one read at a time.
 		r.running = true
 		r.mu.Unlock()
-		rd := &attrRound{done: make(chan struct{})}
-		r.run(ctx, rd, fetch)
-		return rd.attr, rd.err
+		return r.run(ctx, nil, fetch)
 	}
 	rd, leader := r.next, false
 	if rd == nil {
@@ -54,8 +54,7 @@ func (r *attrRounds) get(ctx context.Context, fetch func(context.Context) (meta.
 	r.mu.Unlock()
 	if leader {
 		<-rd.start // at most one fetch away; the round's followers wait on it
-		r.run(ctx, rd, fetch)
-		return rd.attr, rd.err
+		return r.run(context.WithoutCancel(ctx), rd, fetch)
 	}
 	select {
 	case <-rd.done:
@@ -65,11 +64,14 @@ func (r *attrRounds) get(ctx context.Context, fetch func(context.Context) (meta.
 	}
 }
 
-// run fetches for rd, publishes the result, and starts the queued round,
-// if any.
-func (r *attrRounds) run(ctx context.Context, rd *attrRound, fetch func(context.Context) (meta.Attr, error)) {
-	rd.attr, rd.err = fetch(context.WithoutCancel(ctx))
-	close(rd.done)
+// run fetches, publishes the result to rd's followers (if rd is not nil),
+// and starts the queued round, if any.
+func (r *attrRounds) run(ctx context.Context, rd *attrRound, fetch func(context.Context) (meta.Attr, error)) (meta.Attr, error) {
+	a, err := fetch(ctx)
+	if rd != nil {
+		rd.attr, rd.err = a, err
+		close(rd.done)
+	}
 	r.mu.Lock()
 	next := r.next
 	r.next = nil
@@ -78,4 +80,5 @@ func (r *attrRounds) run(ctx context.Context, rd *attrRound, fetch func(context.
 	if next != nil {
 		close(next.start)
 	}
+	return a, err
 }
