@@ -24,8 +24,28 @@ func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) f
 	if err != nil {
 		return fs.status("open", err)
 	}
+	if !res.KeepCache {
+		fs.forgetAttr(in.NodeId)
+	}
 	fillOpen(res, out)
 	return fuse.OK
+}
+
+// forgetAttr drops the kernel's cached attributes and pages of an inode
+// that changed since this mount last opened it (close-to-open). Without
+// it the kernel keeps the size a stat(2) cached a moment before the open
+// until the attribute timeout runs out, and reads of the file stop at
+// that older size (fstat shows it too): a file appended to on another
+// mount read back cut to its old length. Not opening with KEEP_CACHE
+// drops the pages, but never the size. The notification is one write to
+// /dev/fuse; the kernel asks for fresh attributes on the next read past
+// its size or stat. ENOENT (the kernel no longer knows the inode) and
+// ENOSYS (a kernel without notifications) need nothing.
+func (fs *FS) forgetAttr(ino uint64) {
+	if fs.server == nil || fs.opts.AttrTimeout <= 0 {
+		return
+	}
+	_ = fs.server.InodeNotify(ino, 0, 0)
 }
 
 func fillOpen(res vfs.OpenResult, out *fuse.OpenOut) {

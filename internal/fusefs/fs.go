@@ -26,6 +26,9 @@ type FS struct {
 	opts  Options
 	errs  errnoMapper
 	posix posixOwners // POSIX lock owners to release on close (locks.go)
+	// server is the serving go-fuse server (set by Init), through which
+	// the kernel's caches of an inode are invalidated (files.go).
+	server *fuse.Server
 }
 
 var _ fuse.RawFileSystem = (*FS)(nil)
@@ -42,6 +45,10 @@ func New(v *vfs.FS, opts Options) *FS {
 		errs:          errnoMapper{log: opts.Logger, logged: map[string]bool{}},
 	}
 }
+
+// Init implements fuse.RawFileSystem: it keeps the server for cache
+// invalidations.
+func (fs *FS) Init(s *fuse.Server) { fs.server = s }
 
 // String names the file system for go-fuse's debug output.
 func (fs *FS) String() string { return "shoal" }
