@@ -10,6 +10,7 @@ import (
 func TestMain(m *testing.M) {
 	testutil.RegisterHelper("locker", helperLocker)
 	testutil.RegisterHelper("workload", helperWorkload)
+	testutil.RegisterHelper("agent", helperAgent)
 	code := testutil.Main(m)
 	stopDedicatedServers()
 	os.Exit(code)
