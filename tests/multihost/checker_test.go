@@ -42,8 +42,9 @@ func TestCrossMountChecker(t *testing.T) {
 }
 
 // runChecker drives the checker over one directory per mount (the same
-// directory of the volume seen through each).
-func runChecker(t *testing.T, dirs []string) {
+// directory of the volume seen through each). fault, if given, is called
+// before each operation with its number.
+func runChecker(t *testing.T, dirs []string, fault ...func(step int)) {
 	seed := uint64(envInt("SHOAL_SEED", 1))
 	ops := envInt(checkOpsEnv, checkOpsValue)
 	t.Logf("seed %d (SHOAL_SEED), %d operations (%s)", seed, ops, checkOpsEnv)
@@ -53,6 +54,7 @@ func runChecker(t *testing.T, dirs []string) {
 		dirs:  dirs,
 		m:     newModel(defaultTTL+checkSlack, defaultTTL+checkSlack),
 		holds: map[int]*hold{},
+		fault: fault,
 	}
 	for i := range dirs {
 		c.agents = append(c.agents, startAgent(t, fmt.Sprintf("m%d", i)))
@@ -86,12 +88,16 @@ type checker struct {
 	nextH  int
 	step   int
 	trail  []string
+	fault  []func(step int)
 }
 
 func (c *checker) run(ops int) {
 	for c.step = 1; c.step <= ops && !c.t.Failed(); c.step++ {
 		if c.step%checkPause == 0 {
 			time.Sleep(c.m.window)
+		}
+		for _, f := range c.fault {
+			f(c.step)
 		}
 		c.one()
 	}
