@@ -15,7 +15,8 @@ const handoffRounds = 3
 // TestMigrationHandoff is the storage side of a live migration between
 // two hosts sharing a volume: qemu-io on one mount writes a pattern and
 // exits, qemu-io on the other mount reads exactly that (and every earlier
-// round's data) and writes its own, back and forth.
+// round's data) and writes its own, back and forth. Each round's reader
+// runs qemu-img info on the image just before the writer grows it.
 func TestMigrationHandoff(t *testing.T) {
 	_, a, b := mountTwo(t)
 	for _, format := range []string{"qcow2", "raw"} {
@@ -39,6 +40,9 @@ func handoff(t *testing.T, format string, from, to *testutil.Mount, rounds int) 
 		pattern := 0x30 + i
 		write := fmt.Sprintf("write -P 0x%x %d 1M", pattern, off)
 		reads = append(reads, fmt.Sprintf("read -P 0x%x %d 1M", pattern, off))
+		// The destination looks at the image first (its kernel then
+		// caches the old size), as a host does before it takes over.
+		mustQemu(t, "qemu-img", "info", "-f", format, r.Path(name))
 		qemuIO(t, format, cacheNone, w.Path(name), write, "flush")
 		qemuIO(t, format, cacheNone, r.Path(name), reads...)
 	}
