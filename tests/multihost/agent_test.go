@@ -39,6 +39,8 @@ type agentResp struct {
 	Size int64  `json:"size"`
 	Sum  string `json:"sum,omitempty"`
 	Read int    `json:"read"`
+	// Names is what a list request found, sorted.
+	Names []string `json:"names,omitempty"`
 }
 
 // helperAgent runs file operations for the cross-mount checker, one JSON
@@ -52,6 +54,7 @@ type agentResp struct {
 //	read    open, fstat, read to EOF, close
 //	stat    stat(2)
 //	rename, unlink
+//	list    the names in directory Path (readdir)
 //	hold    open O_RDWR and keep it as handle H
 //	hread   fstat and pread the held file to EOF
 //	hwrite  pwrite at Off through the held file, then fsync
@@ -94,6 +97,12 @@ func agentDo(req agentReq, held map[int]*os.File) agentResp {
 		err = syscall.Rename(req.Path, req.To)
 	case "unlink":
 		err = syscall.Unlink(req.Path)
+	case "list":
+		var ents []os.DirEntry
+		ents, err = os.ReadDir(req.Path)
+		for _, e := range ents {
+			r.Names = append(r.Names, e.Name())
+		}
 	case "hold":
 		var f *os.File
 		if f, err = os.OpenFile(req.Path, os.O_RDWR, 0); err == nil {

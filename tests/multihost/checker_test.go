@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -114,7 +115,7 @@ func (c *checker) one() {
 	}
 	table := []op{
 		{25, c.read}, {10, c.stat}, {25, c.write}, {8, c.create}, {6, c.rename},
-		{5, c.unlink}, {6, c.hold}, {8, c.holdIO}, {4, c.release},
+		{5, c.unlink}, {6, c.hold}, {8, c.holdIO}, {4, c.release}, {4, c.list},
 	}
 	total := 0
 	for _, o := range table {
@@ -350,6 +351,25 @@ func (c *checker) unlink(mnt int) bool {
 	id := c.m.current(name)
 	c.m.setName(name, 0, s, mnt)
 	c.m.unlinkName(id)
+	return true
+}
+
+// list checks a directory listing: readdir asks the engine, so it shows
+// exactly the names that exist now, whichever mount made them.
+func (c *checker) list(mnt int) bool {
+	r, _ := c.do(mnt, agentReq{Op: "list", Path: c.dirs[mnt]})
+	if r.Err != "" {
+		c.fail("list: %s", r.Err)
+	}
+	var want []string
+	for i := range checkNames {
+		if name := fmt.Sprintf("f%d", i); c.m.current(name) != 0 {
+			want = append(want, name)
+		}
+	}
+	if !slices.Equal(r.Names, want) {
+		c.fail("list: %v, want %v", r.Names, want)
+	}
 	return true
 }
 
