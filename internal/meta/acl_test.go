@@ -166,6 +166,12 @@ func TestCheckACLAccess(t *testing.T) {
 	if err := CheckACLAccess(Cred{Uid: 5, Gid: 9, Groups: []uint32{2000}}, file, tight, MayWrite); err != syscall.EACCES {
 		t.Errorf("named group under mask r--: %v, want EACCES", err)
 	}
+	// The mask limits a named user: rw- entry under an r-- mask.
+	limited := ACL{{Tag: ACLUserObj, Perm: 6}, {Tag: ACLUser, Perm: 6, ID: 1001},
+		{Tag: ACLGroupObj, Perm: 4}, {Tag: ACLMask, Perm: 4}, {Tag: ACLOther}}
+	if err := CheckACLAccess(Cred{Uid: 1001, Gid: 9}, file, limited, MayWrite); err != syscall.EACCES {
+		t.Errorf("named user rw- under mask r--: write %v, want EACCES", err)
+	}
 	// A nil ACL is the mode.
 	if err := CheckACLAccess(Cred{Uid: 1001, Gid: 9}, file, nil, MayRead); err != syscall.EACCES {
 		t.Errorf("no ACL: %v, want EACCES", err)

@@ -233,6 +233,11 @@ func TestACLRestoreRoundTrip(t *testing.T) {
 	run(t, "setfacl", "-m", "d:g:daemon:rwx,u:nobody:x", filepath.Join(root, "d"))
 	run(t, "setfacl", "-m", "m::r", filepath.Join(root, "d", "b"))
 	before := run(t, "getfacl", "-R", "--absolute-names", root)
+	for _, entry := range []string{"user:nobody:rw-", "group:daemon:r--", "default:group:daemon:rwx", "user:nobody:--x"} {
+		if !strings.Contains(before, entry) {
+			t.Fatalf("getfacl -R lacks %q:\n%s", entry, before)
+		}
+	}
 
 	run(t, "setfacl", "-R", "-b", root)
 	stripped := run(t, "getfacl", "-R", "--absolute-names", root)

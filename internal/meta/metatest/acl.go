@@ -84,7 +84,9 @@ func testACL(t *testing.T, newEngine Factory) {
 	v.wantErrno(v.e.Setxattr(ca, f.Ino, meta.XattrACLDefault, acl.Encode(), 0), syscall.EACCES, "default ACL on a file")
 
 	// Setting the ACL as a stranger to the file's group drops setgid.
-	v.chown(f.Ino, meta.Cred{Uid: alice.Uid, Gid: 4242}, 0o2755)
+	v.chown(f.Ino, meta.Cred{Uid: alice.Uid, Gid: 4242}, 0o755)
+	_, err = v.e.Setattr(v.ctx, f.Ino, meta.SetattrRequest{Valid: meta.SetMode, Mode: 0o2755})
+	v.check(err, "chmod g+s")
 	v.check(v.e.Setxattr(ca, f.Ino, meta.XattrACLAccess, acl.Encode(), 0), "ACL on a setgid file")
 	v.wantMode(f.Ino, 0o640, "setgid dropped")
 }
