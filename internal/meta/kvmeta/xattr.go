@@ -33,6 +33,12 @@ func (e *Engine) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byt
 		if err := t.xattrAccess(ino, a, name, meta.MayRead); err != nil {
 			return err
 		}
+		if t.flags[ino]&flagXattrs == 0 {
+			// Never had one: the kernel's ACL fetch (a getxattr of
+			// system.posix_acl_access whenever it refreshed an inode's
+			// attributes) costs one read.
+			return syscall.ENODATA
+		}
 		value, err = t.tx.Get(xattrKey(ino, name))
 		if err == nil && value == nil {
 			return syscall.ENODATA
