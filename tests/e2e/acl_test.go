@@ -6,10 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"shoal/internal/testutil"
 )
 
 // These tests drive POSIX ACLs through the mount with the acl package's
@@ -166,6 +169,27 @@ func TestACLNamedUser(t *testing.T) {
 	}
 	if got := facl(t, f); strings.Contains(got, "nobody") {
 		t.Errorf("getfacl after -x still names nobody:\n%s", got)
+	}
+}
+
+// TestACLKillSgid: setting an ACL on a setgid file by its owner, who is
+// not in the file's group, clears setgid (the kernel tells the mount so
+// through FUSE_SETXATTR_ACL_KILL_SGID).
+func TestACLKillSgid(t *testing.T) {
+	requireACLTools(t)
+	m := mountFresh(t)
+	ok(t, os.Chmod(m.Dir, 0o755), "chmod root")
+	f := m.Path("sg")
+	writeFile(t, f, nil, 0o644)
+	ok(t, os.Chown(f, 65534, 0), "chown nobody:root")
+	ok(t, unix.Chmod(f, 0o2755), "chmod g+s")
+	cmd := exec.Command("setfacl", "-m", "u:daemon:r", f)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: testutil.Nobody}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("setfacl as nobody: %v\n%s", err, out)
+	}
+	if mode := stat(t, f).Mode & 0o7777; mode != 0o755 {
+		t.Errorf("after setfacl by an owner outside the group: mode %o, want 755", mode)
 	}
 }
 
