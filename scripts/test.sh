@@ -28,7 +28,7 @@ cd "$ROOT" || exit 1
 
 PACKAGES=(
 	ca-certificates curl git gcc libc6-dev pkg-config # Go toolchain, cgo (SQLite)
-	fuse3 attr psmisc util-linux iproute2             # mounts, xattr tools, fuser, netns
+	fuse3 attr acl psmisc util-linux iproute2         # mounts, xattr and ACL tools, fuser, netns
 	bindfs fio bonnie++ postmark qemu-utils           # bench targets and tools
 	postgresql-15 redis-server                        # real metadata engines
 	chromium                                          # browser tests of HTML reports

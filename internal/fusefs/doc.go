@@ -15,7 +15,17 @@
 // Permissions: the mount uses the kernel's default_permissions, so access
 // checks (with the caller's supplementary groups, which FUSE does not pass
 // down) are made by the kernel; the context marks the caller as Trusted
-// and the engine uses uid/gid only to own new inodes.
+// and the engine uses uid/gid only to own new inodes. POSIX ACLs are
+// negotiated (FUSE_POSIX_ACL): the kernel fetches an inode's ACL with
+// getxattr(system.posix_acl_access), caches it until it next refreshes the
+// inode's attributes (so another mount's change shows within the attribute
+// timeout), and enforces it. It leaves the rest to the file system, which
+// the engine does (meta/acl.go): setting the access ACL updates the mode,
+// chmod updates the ACL, and creates apply the parent's default ACL. With
+// FUSE_DONT_MASK the kernel sends a create's mode unmasked and its umask
+// beside it (createCtx puts it in meta.Cred.Umask), because a default ACL
+// replaces the umask; SETXATTR_EXT carries the kernel's verdict that
+// setting an ACL must clear setgid (meta.XattrACLKillSgid).
 //
 // Kernel caches: entries, attributes and negative lookups are cached for
 // the configured timeouts (the bound on cross-mount staleness of names);

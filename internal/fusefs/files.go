@@ -9,7 +9,7 @@ import (
 
 // Create implements fuse.RawFileSystem.
 func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	e, res, err := fs.vfs.Create(ctx(&in.InHeader), meta.Ino(in.NodeId), name, in.Mode, in.Flags)
+	e, res, err := fs.vfs.Create(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode, in.Flags)
 	if err != nil {
 		return fs.status("create", err)
 	}

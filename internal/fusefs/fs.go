@@ -61,6 +61,14 @@ func ctx(h *fuse.InHeader) context.Context {
 	return meta.WithCred(context.Background(), meta.Cred{Uid: h.Uid, Gid: h.Gid, Trusted: true})
 }
 
+// createCtx is ctx for an operation that creates an inode: with POSIX ACLs
+// negotiated the kernel sends the mode unmasked and the caller's umask
+// beside it, for the engine to apply unless the parent has a default ACL.
+func createCtx(h *fuse.InHeader, umask uint32) context.Context {
+	c := meta.Cred{Uid: h.Uid, Gid: h.Gid, Trusted: true, Umask: uint16(umask & 0o777)}
+	return meta.WithCred(context.Background(), c)
+}
+
 func (fs *FS) status(op string, err error) fuse.Status { return fs.errs.status(op, err) }
 
 // fillAttr converts engine attributes to the kernel's.

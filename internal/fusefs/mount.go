@@ -34,16 +34,23 @@ func Mount(mountpoint string, fs *FS, cfg MountConfig) (*fuse.Server, error) {
 		MaxWrite:      maxRequest,
 		MaxReadAhead:  maxRequest,
 		MaxBackground: 64,
-		// The kernel enforces permissions with full credentials.
-		Options: []string{"default_permissions"},
+		// The kernel enforces permissions with full credentials, POSIX
+		// ACLs included: it reads them through getxattr, caches them with
+		// the attributes and checks them itself (FUSE_POSIX_ACL).
+		Options:   []string{"default_permissions"},
+		EnableAcl: true,
 		// READDIRPLUS_AUTO: the kernel asks for attributes with the first
 		// page of a listing and afterwards only while the listed names are
 		// being looked up (ls -l, find -type...), not for a plain listing,
-		// which then costs names only.
-		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_READDIRPLUS_AUTO | fuse.CAP_ASYNC_DIO,
-		Debug:             cfg.Debug,
-		EnableLocks:       cfg.Locks,
-		DirectMount:       true,
+		// which then costs names only. DONT_MASK: creates carry the mode
+		// unmasked and the umask beside it, since a parent's default ACL
+		// replaces the umask. SETXATTR_EXT: the kernel says when setting
+		// an ACL must clear setgid.
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_READDIRPLUS_AUTO | fuse.CAP_ASYNC_DIO |
+			fuse.CAP_DONT_MASK | fuse.CAP_SETXATTR_EXT,
+		Debug:       cfg.Debug,
+		EnableLocks: cfg.Locks,
+		DirectMount: true,
 		// Reads answer with bytes, never a file descriptor to splice
 		// from; with splicing on, go-fuse still tried it for every read
 		// (a pipe taken, written and discarded: a few µs a 4 KiB read).

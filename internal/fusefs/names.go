@@ -76,13 +76,13 @@ func setattrRequest(in *fuse.SetAttrIn) vfs.SetattrRequest {
 
 // Mknod implements fuse.RawFileSystem.
 func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	e, err := fs.vfs.Mknod(ctx(&in.InHeader), meta.Ino(in.NodeId), name, in.Mode, in.Rdev)
+	e, err := fs.vfs.Mknod(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode, in.Rdev)
 	return fs.entry("mknod", e, err, out)
 }
 
 // Mkdir implements fuse.RawFileSystem.
 func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	e, err := fs.vfs.Mkdir(ctx(&in.InHeader), meta.Ino(in.NodeId), name, in.Mode)
+	e, err := fs.vfs.Mkdir(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode)
 	return fs.entry("mkdir", e, err, out)
 }
 

@@ -42,9 +42,15 @@ func copyOut(v, dest []byte) (uint32, fuse.Status) {
 	return uint32(copy(dest, v)), fuse.OK
 }
 
-// SetXAttr implements fuse.RawFileSystem.
+// SetXAttr implements fuse.RawFileSystem. The kernel asks (with
+// SETXATTR_EXT) that setting an access ACL clear setgid when the caller is
+// not in the file's group, which only it can tell.
 func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, value []byte) fuse.Status {
-	return fs.status("setxattr", fs.vfs.Setxattr(ctx(&in.InHeader), meta.Ino(in.NodeId), name, value, in.Flags))
+	flags := in.Flags
+	if in.SetXAttrFlags&fuse.SETXATTR_ACL_KILL_SGID != 0 {
+		flags |= meta.XattrACLKillSgid
+	}
+	return fs.status("setxattr", fs.vfs.Setxattr(ctx(&in.InHeader), meta.Ino(in.NodeId), name, value, flags))
 }
 
 // RemoveXAttr implements fuse.RawFileSystem.

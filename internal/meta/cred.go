@@ -11,6 +11,11 @@ type Cred struct {
 	// (the kernel, for a FUSE mount with default_permissions); the engine
 	// then only uses Uid and Gid to own new inodes.
 	Trusted bool
+	// Umask is the creating process's umask, for Mknod (FUSE passes it
+	// with each create). The engine applies it to the new inode's mode
+	// unless the parent directory has a default ACL, which takes its
+	// place. Callers that masked the mode themselves leave it zero.
+	Umask uint16
 }
 
 type credKey struct{}

@@ -1,7 +1,8 @@
 // Package meta owns Shoal's metadata model: the types every engine stores
 // (inodes, attributes, directory entries, chunk slice lists, volume format),
 // the Engine interface the vfs calls, the sentinel errors, and the POSIX rules
-// that do not depend on an engine (posix.go).
+// that do not depend on an engine (posix.go; POSIX ACLs in acl.go: the xattr
+// codec, mode sync, inheritance and the access check).
 //
 // Invariants every engine keeps:
 //   - Each Engine method is one file-system operation and is atomic: it
@@ -12,6 +13,10 @@
 //     operation and ids, and callers map it to EIO.
 //   - Permission checks use the credentials carried by the context
 //     (WithCred); a context without credentials acts as root.
+//   - The access ACL and the mode are one: setting the ACL sets the mode,
+//     chmod rewrites the ACL, an ACL equivalent to the mode is not kept,
+//     and a parent's default ACL (else Cred.Umask) shapes what Mknod
+//     creates.
 //
 // Import rules: meta imports only the standard library. Engines live in
 // sub-packages and import meta, never the other way round.

@@ -35,7 +35,9 @@ type Engine interface {
 	Access(ctx context.Context, ino Ino, mask uint32) error
 
 	// Mknod creates a file, directory, symlink, FIFO, socket or device
-	// node. EEXIST if the name is taken, ENAMETOOLONG, EACCES.
+	// node. EEXIST if the name is taken, ENAMETOOLONG, EACCES. A parent
+	// with a default ACL passes it down (see acl.go): the new inode's
+	// access ACL, and for a directory its default ACL too.
 	Mknod(ctx context.Context, req MknodRequest) (Entry, error)
 	// Link adds a hard link to ino as parent/name. EPERM for directories.
 	Link(ctx context.Context, ino Ino, parent Ino, name string) (Entry, error)
@@ -93,8 +95,11 @@ type Engine interface {
 	// Getxattr returns an extended attribute's value: ENODATA if unset.
 	Getxattr(ctx context.Context, ino Ino, name string) ([]byte, error)
 	// Setxattr sets an extended attribute. flags is XATTR_CREATE (EEXIST
-	// if set), XATTR_REPLACE (ENODATA if unset) or 0. E2BIG past
-	// MaxXattrValue.
+	// if set), XATTR_REPLACE (ENODATA if unset) or 0, with
+	// XattrACLKillSgid. E2BIG past MaxXattrValue. The ACL names are
+	// parsed (EINVAL if malformed): the access ACL rewrites the mode and
+	// is kept only while it says more than the mode; a default ACL is
+	// EACCES on a non-directory; an empty ACL removes it.
 	Setxattr(ctx context.Context, ino Ino, name string, value []byte, flags uint32) error
 	// Listxattr returns the names of ino's extended attributes.
 	Listxattr(ctx context.Context, ino Ino) ([]string, error)
@@ -145,7 +150,7 @@ type MknodRequest struct {
 	Parent Ino
 	Name   string
 	Type   Type
-	Mode   uint16 // permission bits, umask already applied
+	Mode   uint16 // permission bits; Cred.Umask or a default ACL of Parent apply
 	Rdev   uint32
 	Target string // symlink target
 	// Exclusive returns EEXIST if the name exists. Without it, an

@@ -31,6 +31,10 @@ const (
 const (
 	XattrCreate  uint32 = 1
 	XattrReplace uint32 = 2
+	// XattrACLKillSgid: setting the access ACL clears the setgid bit (the
+	// caller is neither in the file's group nor privileged; FUSE's
+	// FUSE_SETXATTR_ACL_KILL_SGID).
+	XattrACLKillSgid uint32 = 1 << 16
 )
 
 // MaxXattrName is the longest extended attribute name, as on Linux.

@@ -79,14 +79,19 @@ func (t *txn) mknod(ino meta.Ino, req meta.MknodRequest) (meta.Entry, error) {
 		}
 		return meta.Entry{Ino: old, Attr: *a}, nil
 	}
-	if err := meta.CheckAccess(t.cred, *p, meta.MayWrite|meta.MayExec); err != nil {
+	if err := t.access(req.Parent, p, meta.MayWrite|meta.MayExec); err != nil {
 		return meta.Entry{}, err
 	}
 	if p.Nlink == 0 {
 		return meta.Entry{}, syscall.ENOENT // the directory was removed
 	}
+	acls, err := t.inherit(req.Parent, &req)
+	if err != nil {
+		return meta.Entry{}, err
+	}
 	a := t.newAttr(p, req)
 	t.put(ino, a)
+	acls.put(t, ino)
 	t.tx.Set(dentryKey(req.Parent, req.Name), encodeDentry(ino, req.Type))
 	if req.Type == meta.TypeSymlink {
 		t.tx.Set(symlinkKey(ino), []byte(req.Target))
@@ -140,7 +145,7 @@ func (e *Engine) Link(ctx context.Context, ino meta.Ino, parent meta.Ino, name s
 		if _, _, err := t.lookup(parent, name); err != syscall.ENOENT {
 			return firstErr(err, syscall.EEXIST)
 		}
-		if err := meta.CheckAccess(t.cred, *p, meta.MayWrite|meta.MayExec); err != nil {
+		if err := t.access(parent, p, meta.MayWrite|meta.MayExec); err != nil {
 			return err
 		}
 		switch {

@@ -60,6 +60,14 @@
 //     Fallocate, CopyFileRange, Readdir) do not check: like read(2) and
 //     ftruncate(2), they were authorised when the file was opened, which
 //     the vfs checks with Access.
+//   - POSIX ACLs are the xattrs system.posix_acl_access and _default,
+//     parsed and kept in step with the mode by acl.go with meta/acl.go's
+//     rules. Only an inode flagged as having xattrs costs a read for them
+//     (create under it, chmod, getxattr, untrusted checks). Untrusted
+//     callers are checked against the ACL in Access, lookups, creates,
+//     links and xattr access; the directory checks inside unlink, rmdir
+//     and rename still use the mode alone (the kernel, which checks for a
+//     mount, uses the ACL there too).
 //
 // # Sessions and locks
 //

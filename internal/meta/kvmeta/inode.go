@@ -53,7 +53,8 @@ func (e *Engine) Getattr(ctx context.Context, ino meta.Ino) (meta.Attr, error) {
 	return a, wrap(err, "getattr %d", ino)
 }
 
-// Setattr applies meta.ApplySetattr's rules.
+// Setattr applies meta.ApplySetattr's rules; a chmod is carried into the
+// access ACL, if there is one.
 func (e *Engine) Setattr(ctx context.Context, ino meta.Ino, req meta.SetattrRequest) (meta.Attr, error) {
 	var out meta.Attr
 	err := e.update(ctx, func(t *txn) error {
@@ -72,19 +73,22 @@ func (e *Engine) Setattr(ctx context.Context, ino meta.Ino, req meta.SetattrRequ
 		*a = changed
 		t.touch(ino)
 		out = changed
+		if req.Valid&meta.SetMode != 0 {
+			return t.chmodACL(ino, a)
+		}
 		return nil
 	})
 	return out, wrap(err, "setattr %d", ino)
 }
 
-// Access applies meta.CheckAccess.
+// Access applies meta.CheckACLAccess: the access ACL, or the mode.
 func (e *Engine) Access(ctx context.Context, ino meta.Ino, mask uint32) error {
 	err := e.view(ctx, func(t *txn) error {
 		a, err := t.attr(ino)
 		if err != nil {
 			return err
 		}
-		return meta.CheckAccess(t.cred, *a, mask&7)
+		return t.access(ino, a, mask&7)
 	})
 	return wrap(err, "access %d", ino)
 }

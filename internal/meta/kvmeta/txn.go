@@ -61,7 +61,7 @@ func (t *txn) dirFor(ino meta.Ino, mask uint32) (*meta.Attr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a, meta.CheckAccess(t.cred, *a, mask)
+	return a, t.access(ino, a, mask)
 }
 
 // touch marks ino's attributes changed; they are written at commit.

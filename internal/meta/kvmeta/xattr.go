@@ -13,6 +13,7 @@ import (
 //
 // Permissions, as Linux: "trusted." names are root's only, "security."
 // names need root to set, "system." names (ACLs) the owner or root to set;
+// ACL values are parsed and kept in step with the mode (acl.go);
 // other names need read or write access to the inode; "user." names exist
 // only on regular files and directories (for everyone, root included), and
 // on a sticky directory only its owner or root sets them. A denied write
@@ -29,8 +30,14 @@ func (e *Engine) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byt
 		if err != nil {
 			return err
 		}
-		if err := t.xattrAccess(a, name, meta.MayRead); err != nil {
+		if err := t.xattrAccess(ino, a, name, meta.MayRead); err != nil {
 			return err
+		}
+		if t.flags[ino]&flagXattrs == 0 {
+			// Never had one: the kernel's ACL fetch (a getxattr of
+			// system.posix_acl_access whenever it refreshed an inode's
+			// attributes) costs one read.
+			return syscall.ENODATA
 		}
 		value, err = t.tx.Get(xattrKey(ino, name))
 		if err == nil && value == nil {
@@ -41,12 +48,14 @@ func (e *Engine) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byt
 	return value, wrap(err, "getxattr %d %q", ino, name)
 }
 
-// Setxattr writes one xattr key; the inode's ctime changes.
+// Setxattr writes one xattr key; the inode's ctime changes. The ACL names
+// go through setACL, which keeps the mode and the access ACL in step.
 func (e *Engine) Setxattr(ctx context.Context, ino meta.Ino, name string, value []byte, flags uint32) error {
 	if err := meta.CheckXattr(name, value); err != nil {
 		return err
 	}
-	if flags&^(meta.XattrCreate|meta.XattrReplace) != 0 || flags == meta.XattrCreate|meta.XattrReplace {
+	mode := flags &^ meta.XattrACLKillSgid
+	if mode&^(meta.XattrCreate|meta.XattrReplace) != 0 || mode == meta.XattrCreate|meta.XattrReplace {
 		return syscall.EINVAL
 	}
 	err := e.update(ctx, func(t *txn) error {
@@ -54,21 +63,26 @@ func (e *Engine) Setxattr(ctx context.Context, ino meta.Ino, name string, value 
 		if err != nil {
 			return err
 		}
-		if err := t.xattrAccess(a, name, meta.MayWrite); err != nil {
+		if err := t.xattrAccess(ino, a, name, meta.MayWrite); err != nil {
 			return err
 		}
 		old, err := t.tx.Get(xattrKey(ino, name))
 		switch {
 		case err != nil:
 			return err
-		case old != nil && flags == meta.XattrCreate:
+		case old != nil && mode == meta.XattrCreate:
 			return syscall.EEXIST
-		case old == nil && flags == meta.XattrReplace:
+		case old == nil && mode == meta.XattrReplace:
 			return syscall.ENODATA
+		case isACL(name):
+			if err := t.setACL(ino, a, name, value, flags); err != nil {
+				return err
+			}
+		default:
+			t.tx.Set(xattrKey(ino, name), value)
+			t.flags[ino] |= flagXattrs
 		}
-		t.tx.Set(xattrKey(ino, name), value)
 		a.Ctime = t.now
-		t.flags[ino] |= flagXattrs
 		t.touch(ino)
 		return nil
 	})
@@ -102,7 +116,7 @@ func (e *Engine) Removexattr(ctx context.Context, ino meta.Ino, name string) err
 		if err != nil {
 			return err
 		}
-		if err := t.xattrAccess(a, name, meta.MayWrite); err != nil {
+		if err := t.xattrAccess(ino, a, name, meta.MayWrite); err != nil {
 			return err
 		}
 		old, err := t.tx.Get(xattrKey(ino, name))
@@ -122,7 +136,7 @@ func (e *Engine) Removexattr(ctx context.Context, ino meta.Ino, name string) err
 
 // xattrAccess applies the namespace rules above for an access of mask, in
 // the order Linux's xattr_permission uses.
-func (t *txn) xattrAccess(a *meta.Attr, name string, mask uint32) error {
+func (t *txn) xattrAccess(ino meta.Ino, a *meta.Attr, name string, mask uint32) error {
 	c := t.cred
 	if c.Trusted {
 		return nil
@@ -156,5 +170,11 @@ func (t *txn) xattrAccess(a *meta.Attr, name string, mask uint32) error {
 			return syscall.EPERM
 		}
 	}
-	return meta.CheckAccess(c, *a, mask)
+	return t.access(ino, a, mask)
+}
+
+// isACL reports whether name is one of the POSIX ACL xattrs, whose values
+// the engine parses (acl.go).
+func isACL(name string) bool {
+	return name == meta.XattrACLAccess || name == meta.XattrACLDefault
 }

@@ -51,6 +51,8 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Copy", testCopy},
 		{"Compact", testCompact},
 		{"Xattr", testXattr},
+		{"ACL", testACL},
+		{"ACLInherit", testACLInherit},
 		{"Statfs", testStatfs},
 		{"ReaddirPaging", testReaddirPaging},
 		{"Concurrency", testConcurrency},
