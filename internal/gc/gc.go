@@ -207,7 +207,16 @@ func (c *collector) exclusive(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gc: reading the volume settings: %w", err)
 	}
-	err = identity.Exclusive(ctx, c.store, f)
+	if c.o.DryRun {
+		// A dry run writes no claim: the store may be read-only.
+		claims, lerr := identity.List(ctx, c.store)
+		if lerr != nil {
+			return lerr
+		}
+		err = identity.Judge(c.store, f, claims)
+	} else {
+		err = identity.Exclusive(ctx, c.store, f)
+	}
 	if err == nil || !(errors.Is(err, identity.ErrShared) || errors.Is(err, identity.ErrNotClaimant)) {
 		return err
 	}

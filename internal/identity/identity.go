@@ -158,7 +158,19 @@ func Exclusive(ctx context.Context, store object.Store, f meta.Format) error {
 	if err != nil {
 		return err
 	}
-	if len(claims) > 1 {
+	return Judge(store, f, claims)
+}
+
+// Judge is Exclusive over claims already listed, without writing: nil when
+// there are none or f's is the only one, otherwise the error Exclusive
+// returns.
+func Judge(store object.Store, f meta.Format, claims []Claim) error {
+	switch {
+	case len(claims) == 0:
+		return nil
+	case !find(claims, f.UUID):
+		return notClaimant(store, f, claims)
+	case len(claims) > 1:
 		return shared(store, f, claims)
 	}
 	return nil
