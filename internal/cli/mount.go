@@ -42,6 +42,7 @@ type mountOptions struct {
 	backupInterval  time.Duration // -1: the engine's default
 	backupKeep      int
 	flushTimeout    time.Duration
+	deleteDelay     time.Duration
 }
 
 func (o *mountOptions) register(cmd *cobra.Command) {
@@ -59,6 +60,7 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.DurationVar(&o.backupInterval, "backup-interval", -1, "how often to back up the metadata into the object store (meta-backup/); default 1h for SQLite, off for shared engines (back those up with their own tools or 'shoal dump'); 0 = off")
 	fl.IntVar(&o.backupKeep, "backup-keep", 24, "how many metadata backups to keep")
 	fl.DurationVar(&o.flushTimeout, "flush-timeout", 2*time.Minute, "how long close and fsync wait for an unreachable object store or engine before failing with EIO")
+	fl.DurationVar(&o.deleteDelay, "delete-delay", 30*time.Second, "how long the objects of freed data (deleted or overwritten files) are kept before this mount deletes them, so that reads on other mounts finish")
 	fl.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the mount process to this file (for diagnosing slowness)")
 	o.bufferSize, o.cacheSize = 256<<20, 256<<20
 	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
@@ -124,7 +126,7 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	}
 	vol, err := volume.Open(ctx, metaURL, volume.Options{
 		Data:   data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
-		VFS:    vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout},
+		VFS:    vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout, DeleteDelay: o.deleteDelay},
 		Logger: logger,
 	})
 	if err != nil {

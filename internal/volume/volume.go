@@ -84,7 +84,7 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 		return nil, fmt.Errorf("opening volume %q: %w", f.Name, err)
 	}
 	if len(claims) > 1 && opts.Logger != nil {
-		opts.Logger.Warn("the bucket is shared with another volume: freed data is kept until it is not", "claims", len(claims))
+		opts.Logger.Warn("the bucket is shared with another volume: this mount deletes no objects while it is", "claims", len(claims))
 	}
 	objects = object.WithChecksum(plain)
 	dc := opts.Data
