@@ -64,8 +64,8 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 }
 
 // checkUnclaimed refuses a bucket that holds another volume: one that
-// claims it, or (before claims existed) block objects, unless f is the
-// volume already in this engine and the bucket is its own.
+// claims it, or (before claims existed) block objects. A bucket f's
+// volume claims already (new settings for a volume in place) is fine.
 func checkUnclaimed(ctx context.Context, store object.Store, f meta.Format, existing bool) error {
 	claims, err := identity.List(ctx, store)
 	if err != nil {
@@ -73,15 +73,16 @@ func checkUnclaimed(ctx context.Context, store object.Store, f meta.Format, exis
 	}
 	var others []string
 	for _, c := range claims {
-		if c.UUID != f.UUID {
-			others = append(others, c.String())
+		if c.UUID == f.UUID {
+			return nil
 		}
+		others = append(others, c.String())
 	}
 	if len(others) > 0 {
-		return fmt.Errorf("object store %s holds volume %s already: give each volume a bucket (or directory) of its own",
+		return fmt.Errorf("object store %s is claimed by another volume already (%s): give each volume a bucket (or directory) of its own",
 			store, strings.Join(others, "; "))
 	}
-	if existing || len(claims) > 0 {
+	if existing {
 		return nil
 	}
 	blocks, err := store.List(ctx, "chunks/", "", 1)
@@ -98,8 +99,12 @@ func checkUnclaimed(ctx context.Context, store object.Store, f meta.Format, exis
 // claimFormatted records the new volume in its bucket.
 func claimFormatted(ctx context.Context, store object.Store, f meta.Format) error {
 	claims, err := identity.List(ctx, store)
-	if err == nil && len(claims) == 1 && claims[0].UUID == f.UUID {
-		return nil
+	if err == nil {
+		for _, c := range claims {
+			if c.UUID == f.UUID {
+				return nil
+			}
+		}
 	}
 	if err := identity.Put(ctx, store, identity.For(f, identity.HowFormat)); err != nil {
 		return fmt.Errorf("formatted, but %w (the first mount claims the bucket)", err)
