@@ -19,6 +19,7 @@ import (
 	"shoal/internal/backup"
 	"shoal/internal/data"
 	"shoal/internal/fusefs"
+	"shoal/internal/identity"
 	"shoal/internal/meta"
 	"shoal/internal/vfs"
 	"shoal/internal/volume"
@@ -162,7 +163,7 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	bctx, stopBackups := context.WithCancel(context.Background())
 	defer stopBackups()
 	go func() {
-		_ = backup.Run(bctx, vol.Engine, vol.Plain, backupInterval(metaURL, o.backupInterval), o.backupKeep, logger)
+		_ = backup.Run(bctx, vol.Engine, identity.Guard(vol.Plain, vol.Format), backupInterval(metaURL, o.backupInterval), o.backupKeep, logger)
 	}()
 	srv.Wait()
 	logger.Info("unmounted; flushing and closing", "mountpoint", mp)

@@ -93,3 +93,31 @@ func TestUnreadableClaimCounts(t *testing.T) {
 		t.Fatalf("open beside an unreadable claim: %v", err)
 	}
 }
+
+// TestGuard: a guarded store deletes only while its volume claims the
+// bucket alone.
+func TestGuard(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	a := format("aaaa")
+	g := identity.Guard(s, a)
+	put := func(key string) {
+		if err := s.Put(ctx, key, strings.NewReader("x"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("meta-backup/1")
+	if err := g.Delete(ctx, "meta-backup/1"); err != nil {
+		t.Fatalf("sole claimant: %v", err)
+	}
+	put("meta-backup/2")
+	if err := identity.Put(ctx, s, identity.For(format("bbbb"), identity.HowLoad)); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Delete(ctx, "meta-backup/2"); !errors.Is(err, identity.ErrShared) {
+		t.Fatalf("shared bucket: %v", err)
+	}
+	if _, err := s.Head(ctx, "meta-backup/2"); err != nil {
+		t.Fatalf("a refused delete deleted: %v", err)
+	}
+}
