@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"shoal/internal/testutil"
+	"shoal/tests/isolate"
 )
 
 // TestLoadedCopySharesBucket is issue 13: `shoal load` of a dump into a
@@ -22,19 +23,23 @@ import (
 // once; and once the copy's claim is released, the original collects its
 // garbage again while the copy can no longer be mounted.
 func TestLoadedCopySharesBucket(t *testing.T) {
+	embedded := func(t *testing.T) *testutil.Volume { return testutil.NewVolume(t) }
 	for _, tc := range []struct {
 		name    string
+		orig    func(t *testing.T) *testutil.Volume
 		metaURL func(t *testing.T) string
 	}{
-		{"sqlite", func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "copy.db") }},
-		{"postgres", func(t *testing.T) string { return pgSchema(t, testutil.PGURL(t)) }},
+		{"sqlite", embedded, func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "copy.db") }},
+		{"postgres", embedded, func(t *testing.T) string { return pgSchema(t, testutil.PGURL(t)) }},
+		{"redis-s3", func(t *testing.T) *testutil.Volume {
+			return isolate.FormatS3(t, isolate.RedisNamespaceURL(t, testutil.RedisURL(t)), testutil.S3URL(t))
+		}, func(t *testing.T) string { return pgSchema(t, testutil.PGURL(t)) }},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testLoadedCopy(t, tc.metaURL(t)) })
+		t.Run(tc.name, func(t *testing.T) { testLoadedCopy(t, tc.orig(t), tc.metaURL(t)) })
 	}
 }
 
-func testLoadedCopy(t *testing.T, copyURL string) {
-	vol := testutil.NewVolume(t)
+func testLoadedCopy(t *testing.T, vol *testutil.Volume, copyURL string) {
 	orig := map[string][]byte{}
 	m := vol.Mount(t)
 	for i := range 3 {
