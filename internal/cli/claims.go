@@ -36,8 +36,8 @@ keep freed data), so that neither destroys blocks the other still reads.
 
 Without flags, claims lists the claimants of the bucket of the volume at
 META-URL. --release UUID removes a claim: do it once that volume is gone
-for good (its engine deleted, or replaced by 'shoal load --replace'); a
-volume whose claim is released can no longer be mounted. --add claims the
+for good (its engine deleted); a volume whose claim is released can no
+longer be mounted. The last claim of a bucket cannot be released. --add claims the
 bucket for the volume at META-URL beside the others (for a volume whose
 claim was released by mistake, or restored by an older binary).`,
 		Example: `  shoal claims sqlite:///var/lib/shoal/meta.db
@@ -93,6 +93,11 @@ func releaseClaim(ctx context.Context, w io.Writer, store object.Store, vf meta.
 	}
 	if !found {
 		return withCode(ExitNotFound, fmt.Errorf("claims: no volume %s claims bucket %s (see 'shoal claims' for those that do)", uuid, store))
+	}
+	if len(claims) == 1 {
+		// An unclaimed bucket is claimed by the next volume that opens it
+		// (a volume from before claims), which may be the released one.
+		return fmt.Errorf("claims: volume %s is the only claimant of bucket %s; releasing it would leave the bucket to whichever volume opens it next", uuid, store)
 	}
 	if err := identity.Release(ctx, store, uuid); err != nil {
 		return err

@@ -51,7 +51,8 @@ type Adopted struct {
 // apart from its source's, and records it in the bucket as mode says.
 // The uuid changes before the bucket is touched: should that fail, the
 // engine holds a volume the bucket does not know, which Check refuses to
-// open, rather than a twin of the source.
+// open (unless the bucket has no claim at all), rather than a twin of the
+// source.
 func Adopt(ctx context.Context, eng meta.Engine, mode LoadMode) (Adopted, error) {
 	src, err := eng.Load(ctx)
 	if err != nil {
