@@ -33,7 +33,9 @@
 //   - Deleting block objects (Exclusive: gc, and the mount's cleaner of
 //     freed slices before every batch) requires that the volume is the
 //     only claimant. While a bucket has two claimants nothing is deleted
-//     by either: space is kept, never data. fsck deletes no objects.
+//     by either: space is kept, never data. fsck deletes no objects. Rare
+//     deleters that know nothing of claims (the pruning of metadata
+//     backups) get a store wrapped by Guard.
 //   - A claim is removed only by a person who knows its engine is gone
 //     (`shoal claims --release`), or by `shoal load --replace`, which
 //     releases the claim of the volume the dump came from.
