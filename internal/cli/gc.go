@@ -12,6 +12,7 @@ import (
 
 	"shoal/internal/bench/progress"
 	"shoal/internal/gc"
+	"shoal/internal/identity"
 	"shoal/internal/meta"
 	"shoal/internal/object"
 	"shoal/internal/object/objopen"
@@ -41,6 +42,11 @@ gc is safe on a mounted volume: an unreferenced object younger than --grace
 may belong to a write that is about to commit, so it is only reported. Ages
 are measured on the object store's clock. Objects under chunks/ whose names
 are not block names are reported and never deleted.
+
+gc deletes only from a bucket the volume claims alone. A volume loaded
+from a dump of another shares its bucket (see 'shoal load'); while a
+bucket has more than one claimant, gc refuses to delete (exit status 1)
+and names the claimants; --dry-run still reports.
 
 gc also reports damage: files whose data objects are missing. It exits with
 status 3 when it finds any, 1 when a delete failed.`,
@@ -89,6 +95,9 @@ func runGC(cmd *cobra.Command, metaURL string, f *gcFlags) error {
 	stop := trackGC(disp, o.Progress)
 	rep, err := gc.Run(ctx, eng, store, o)
 	stop()
+	if errors.Is(err, identity.ErrShared) || errors.Is(err, identity.ErrNotClaimant) {
+		return err // nothing was deleted; the error says why and what to do
+	}
 	if rep != nil {
 		if perr := printGC(cmd.OutOrStdout(), rep, f.jsonOut); perr != nil && err == nil {
 			err = perr
@@ -150,6 +159,9 @@ func printGC(w io.Writer, r *gc.Report, asJSON bool) error {
 	fmt.Fprintf(w, "  foreign   %s (not block names: kept)%s\n", count(r.Foreign), gcSample(r.Foreigners))
 	if r.Mismatched.Objects > 0 {
 		fmt.Fprintf(w, "  odd       %s (blocks a live slice does not have: kept; wrong block size?)%s\n", count(r.Mismatched), gcSample(r.MismatchedKeys))
+	}
+	if r.Shared != "" {
+		fmt.Fprintf(w, "SHARED      %s\n", r.Shared)
 	}
 	if r.Refused != "" {
 		fmt.Fprintf(w, "REFUSED     to delete anything: %s\n", r.Refused)

@@ -22,6 +22,7 @@ type loadFlags struct {
 	storage  string
 	bucket   string
 	progress string
+	replace  bool
 }
 
 // newLoadCmd is `shoal load`.
@@ -41,6 +42,23 @@ in that store (as listed under meta-backup/), or 'latest' for the newest
 one. For file storage a backup is also a plain file under the bucket
 directory, which can be given as FILE directly.
 
+The loaded volume is a volume of its own: it gets a new uuid, starts with
+no mounts (the sessions and locks of the dump are dropped, and files that
+were unlinked while open are purged), and allocates slice ids far from its
+source's. Its data stays in the source's bucket, so the two share blocks:
+
+  by default it is a COPY. It claims the bucket beside the volume the dump
+  came from, and while both claim it, neither deletes objects there (gc
+  refuses, mounts keep freed data): space is kept, never data. When one
+  of them is gone for good, release its claim with 'shoal claims
+  --release UUID META-URL'.
+
+  with --replace it takes the source's place (a restore after losing the
+  database, or a move to another engine): the source's claim is released,
+  so the engine the dump came from can no longer mount the volume, and
+  deletions go on as before. Use it only when that engine is gone or
+  retired.
+
 An interrupted load leaves the engine unformatted: empty it (delete the
 SQLite file, drop the schema) and load again.`,
 		Example: `  shoal load sqlite:///var/lib/shoal/new.db /backup/shoal.dump.zst
@@ -54,6 +72,7 @@ SQLite file, drop the schema) and load again.`,
 	fl.StringVar(&f.bucket, "bucket", "", "read FILE as a backup object key (or 'latest') from this object store")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when a terminal), always, never")
 	fl.Lookup("progress").NoOptDefVal = "always"
+	fl.BoolVar(&f.replace, "replace", false, "the loaded volume replaces the one the dump came from, whose engine can no longer mount it (default: a copy that shares the bucket)")
 	return cmd
 }
 
@@ -88,12 +107,35 @@ func runLoad(cmd *cobra.Command, metaURL, file string, f *loadFlags) error {
 	if err != nil {
 		return err
 	}
-	vf, err := eng.Load(ctx)
-	if err != nil {
-		return fmt.Errorf("load: reading the restored volume: %w", err)
+	mode := volume.LoadCopy
+	if f.replace {
+		mode = volume.LoadReplace
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "loaded volume %q (%s of dump); its data is in %s %s\n", vf.Name, humanBytes(n.Count()), vf.Storage, vf.Bucket)
+	a, err := volume.Adopt(ctx, eng, mode)
+	if err != nil {
+		return fmt.Errorf("load: the metadata is restored, but %w; empty the engine and load again", err)
+	}
+	printLoaded(cmd.ErrOrStderr(), a, humanBytes(n.Count()), f.replace)
 	return nil
+}
+
+// printLoaded says what the load made and what the bucket looks like.
+func printLoaded(w io.Writer, a volume.Adopted, size string, replace bool) {
+	vf := a.Format
+	fmt.Fprintf(w, "loaded volume %q (%s of dump) as uuid %s; its data is in %s %s\n", vf.Name, size, vf.UUID, vf.Storage, vf.Bucket)
+	if a.Purged > 0 {
+		fmt.Fprintf(w, "purged %d files that were unlinked but still open when the dump was taken\n", a.Purged)
+	}
+	if replace {
+		fmt.Fprintf(w, "it replaces volume %s, whose claim on the bucket is released: that volume's engine can no longer mount it\n", a.Source)
+	}
+	if len(a.Claims) > 1 {
+		fmt.Fprintf(w, "the bucket is shared by %d volumes; none deletes objects there until only one claims it:\n", len(a.Claims))
+		for _, c := range a.Claims {
+			fmt.Fprintf(w, "  %s\n", c)
+		}
+		fmt.Fprintf(w, "when one of them is gone for good: shoal claims --release UUID META-URL\n")
+	}
 }
 
 // Counter is backup.Counter, named here for the commands that count bytes.
@@ -183,7 +225,7 @@ func DatabaseHint(err error, metaURL string) error {
 	if path, ok := strings.CutPrefix(metaURL, "sqlite://"); ok {
 		dir = strings.TrimSuffix(path[:strings.LastIndexByte(path, '/')+1], "/") + "/objects"
 	}
-	return fmt.Errorf("%w\ndatabase is corrupt: restore from a backup with 'shoal load sqlite:///NEW.db BACKUP' "+
+	return fmt.Errorf("%w\ndatabase is corrupt: restore from a backup with 'shoal load --replace sqlite:///NEW.db BACKUP' "+
 		"(automatic backups are in the volume's bucket under %s, e.g. %s/%s; or a file from 'shoal dump'), "+
 		"then move NEW.db into place and run 'shoal fsck'", err, backup.Prefix, dir, backup.Prefix)
 }

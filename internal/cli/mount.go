@@ -19,6 +19,7 @@ import (
 	"shoal/internal/backup"
 	"shoal/internal/data"
 	"shoal/internal/fusefs"
+	"shoal/internal/identity"
 	"shoal/internal/meta"
 	"shoal/internal/vfs"
 	"shoal/internal/volume"
@@ -42,6 +43,7 @@ type mountOptions struct {
 	backupInterval  time.Duration // -1: the engine's default
 	backupKeep      int
 	flushTimeout    time.Duration
+	deleteDelay     time.Duration
 }
 
 func (o *mountOptions) register(cmd *cobra.Command) {
@@ -59,6 +61,7 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.DurationVar(&o.backupInterval, "backup-interval", -1, "how often to back up the metadata into the object store (meta-backup/); default 1h for SQLite, off for shared engines (back those up with their own tools or 'shoal dump'); 0 = off")
 	fl.IntVar(&o.backupKeep, "backup-keep", 24, "how many metadata backups to keep")
 	fl.DurationVar(&o.flushTimeout, "flush-timeout", 2*time.Minute, "how long close and fsync wait for an unreachable object store or engine before failing with EIO")
+	fl.DurationVar(&o.deleteDelay, "delete-delay", 30*time.Second, "how long the objects of freed data (deleted or overwritten files) are kept before this mount deletes them, so that reads on other mounts finish")
 	fl.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the mount process to this file (for diagnosing slowness)")
 	o.bufferSize, o.cacheSize = 256<<20, 256<<20
 	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
@@ -124,7 +127,7 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	}
 	vol, err := volume.Open(ctx, metaURL, volume.Options{
 		Data:   data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
-		VFS:    vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout},
+		VFS:    vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout, DeleteDelay: o.deleteDelay},
 		Logger: logger,
 	})
 	if err != nil {
@@ -160,7 +163,7 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	bctx, stopBackups := context.WithCancel(context.Background())
 	defer stopBackups()
 	go func() {
-		_ = backup.Run(bctx, vol.Engine, vol.Plain, backupInterval(metaURL, o.backupInterval), o.backupKeep, logger)
+		_ = backup.Run(bctx, vol.Engine, identity.Guard(vol.Plain, vol.Format), backupInterval(metaURL, o.backupInterval), o.backupKeep, logger)
 	}()
 	srv.Wait()
 	logger.Info("unmounted; flushing and closing", "mountpoint", mp)

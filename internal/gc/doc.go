@@ -7,8 +7,8 @@
 //
 // It owns the collection algorithm and its report; the CLI (internal/cli,
 // "shoal gc") opens the volume and prints. Import rules: gc imports meta
-// (types, Engine, Scanner), object and data (BlockKey, DeleteSlice); never
-// an engine or backend package, vfs or cli.
+// (types, Engine, Scanner), object, data (BlockKey, DeleteSlice) and
+// identity (bucket claims); never an engine or backend package, vfs or cli.
 //
 // # The race with live writers
 //
@@ -69,6 +69,15 @@
 // Their freed-list entries are dropped (ForgetFreed) after their objects
 // are gone. Deletes are idempotent, so gc may overlap with a mount's
 // cleaner or another gc.
+//
+// Before anything else, and again before deleting, gc checks that the
+// volume is its bucket's only claimant (internal/identity). A volume
+// loaded from a dump of another shares its blocks: each sees the other's
+// blocks as leaked and frees blocks the other still reads. While a bucket
+// has more than one claimant gc refuses to delete (ErrShared, with the
+// claimants and what to do); a dry run reports and notes it. (An
+// unclaimed bucket, a volume from before claims, is claimed on the way,
+// except by a dry run.)
 //
 // What gc never deletes, besides young objects:
 //   - keys under chunks/ that do not parse as block keys (or whose

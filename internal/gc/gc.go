@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"shoal/internal/identity"
 	"shoal/internal/meta"
 	"shoal/internal/object"
 )
@@ -91,6 +92,9 @@ type Report struct {
 	MismatchedKeys []string `json:"mismatched_sample,omitempty"`
 	// Refused says why nothing was deleted although this was no dry run.
 	Refused string `json:"refused,omitempty"`
+	// Shared says which other volumes claim the bucket (internal/identity):
+	// their blocks count as leaked here, and nothing may be deleted.
+	Shared string `json:"shared,omitempty"`
 }
 
 // Damaged reports whether the metadata refers to data that is gone or is
@@ -157,6 +161,9 @@ type collector struct {
 
 // run is the step outline of the package doc.
 func (c *collector) run(ctx context.Context) error {
+	if err := c.exclusive(ctx); err != nil {
+		return err
+	}
 	if err := c.clock(ctx); err != nil {
 		return err
 	}
@@ -180,6 +187,9 @@ func (c *collector) run(ctx context.Context) error {
 		c.rep.Refused = fmt.Sprintf("the store %s holds none of the %d slices the metadata refers to: is it the volume's store?", c.store, c.rep.Slices)
 		return nil
 	}
+	if err := c.exclusive(ctx); err != nil {
+		return err // a claim appeared while gc ran
+	}
 	if err := c.deleteLeaked(ctx); err != nil {
 		return err
 	}
@@ -187,6 +197,35 @@ func (c *collector) run(ctx context.Context) error {
 		return c.deleteFreed(ctx)
 	}
 	return nil
+}
+
+// exclusive checks that this volume is its bucket's only claimant
+// (identity.Exclusive); if not, a dry run notes it and any other run is
+// refused with identity's explanation, before anything is deleted.
+func (c *collector) exclusive(ctx context.Context) error {
+	f, err := c.eng.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("gc: reading the volume settings: %w", err)
+	}
+	if c.o.DryRun {
+		// A dry run writes no claim: the store may be read-only.
+		claims, lerr := identity.List(ctx, c.store)
+		if lerr != nil {
+			return lerr
+		}
+		err = identity.Judge(c.store, f, claims)
+	} else {
+		err = identity.Exclusive(ctx, c.store, f)
+	}
+	if err == nil || !(errors.Is(err, identity.ErrShared) || errors.Is(err, identity.ErrNotClaimant)) {
+		return err
+	}
+	c.rep.Shared = err.Error()
+	if c.o.DryRun {
+		return nil
+	}
+	c.rep.Refused = "the bucket is not this volume's alone (see above)"
+	return fmt.Errorf("gc: refusing to delete: %w", err)
 }
 
 // sample appends key to *keys while it holds fewer than Samples.

@@ -62,6 +62,8 @@ type Dumper interface {
 	// snapshot; for a consistent whole, dump a volume nobody writes to.
 	Dump(ctx context.Context, w io.Writer) error
 	// Restore loads a dump into an empty engine: ErrFormatted if it
-	// already holds a volume.
+	// already holds a volume. Sessions, their indexes and lock records
+	// are not restored (the restored volume has no clients); orphans are,
+	// for the caller to purge.
 	Restore(ctx context.Context, r io.Reader) error
 }

@@ -15,9 +15,15 @@ import (
 // keeps the first-seen time of every slice in it: reading only a small
 // page would restart the delay for each page, and a backlog (after heavy
 // overwriting) would then drain at one page per DeleteDelay.
+//
+// Before deleting anything it asks Config.MayDelete: a volume whose bucket
+// another volume shares (a copy loaded from a dump) must not delete
+// blocks the other may still reference. A held round keeps every slice
+// freed, so the deletes happen once the bucket is the volume's alone.
 type cleaner struct {
 	fs    *FS
 	first map[meta.SliceID]time.Time
+	held  string // the last reason deletes were held, logged once
 }
 
 // cleanWindow is how many freed slices one tick looks at.
@@ -47,26 +53,52 @@ func (c *cleaner) clean(ctx context.Context, now time.Time) error {
 		return err
 	}
 	seen := make(map[meta.SliceID]time.Time, len(freed))
-	var done []meta.SliceID
+	var ripe []meta.Slice
 	for _, s := range freed {
 		first, ok := c.first[s.ID]
 		if !ok {
 			first = now
 		}
-		if now.Sub(first) < c.fs.cfg.DeleteDelay {
-			seen[s.ID] = first
-			continue
+		seen[s.ID] = first
+		if now.Sub(first) >= c.fs.cfg.DeleteDelay {
+			ripe = append(ripe, s)
 		}
+	}
+	c.first = seen
+	if len(ripe) == 0 || !c.mayDelete(ctx) {
+		return nil
+	}
+	var done []meta.SliceID
+	for _, s := range ripe {
 		if err := c.fs.data.DeleteSlice(ctx, s.ID, s.Size); err != nil {
-			seen[s.ID] = first
 			c.fs.log.Warn("deleting slice objects failed", "slice", s.ID, "err", err)
 			continue
 		}
+		delete(c.first, s.ID)
 		done = append(done, s.ID)
 	}
-	c.first = seen
 	if len(done) == 0 {
 		return nil
 	}
 	return c.fs.engine.ForgetFreed(ctx, done)
+}
+
+// mayDelete asks Config.MayDelete, logging a hold once per reason.
+func (c *cleaner) mayDelete(ctx context.Context) bool {
+	if c.fs.cfg.MayDelete == nil {
+		return true
+	}
+	err := c.fs.cfg.MayDelete(ctx)
+	if err == nil {
+		if c.held != "" {
+			c.fs.log.Info("deleting freed data again")
+		}
+		c.held = ""
+		return true
+	}
+	if msg := err.Error(); msg != c.held && ctx.Err() == nil {
+		c.held = msg
+		c.fs.log.Warn("freed data is kept, not deleted", "reason", err)
+	}
+	return false
 }

@@ -35,7 +35,10 @@
 // background cleaner deletes their objects, but only after a slice has
 // been seen freed for DeleteDelay, so readers on other mounts holding an
 // older slice list can finish; a read that still hits a deleted object
-// refetches the slice list and retries once.
+// refetches the slice list and retries once. Before each batch of deletes
+// it asks Config.MayDelete: while the volume shares its bucket with
+// another (a copy loaded from a dump, see internal/identity) nothing is
+// deleted and the slices stay freed until it does not.
 //
 // Import rules: vfs imports meta, data and object (never an engine or
 // backend package, never go-fuse).

@@ -20,6 +20,11 @@ type Config struct {
 	DeleteDelay time.Duration
 	// CleanInterval is how often freed slices are looked for. 0 means 2 s.
 	CleanInterval time.Duration
+	// MayDelete, if set, is asked before each batch of deletes of freed
+	// slices' objects; an error holds the batch (the slices stay freed and
+	// are retried later). volume.Open sets it to refuse while the bucket
+	// is shared with another volume (internal/identity).
+	MayDelete func(ctx context.Context) error
 	// FlushTimeout bounds how long close(2), fsync(2) and the flushes
 	// before truncate and unmount wait for the object store and engine;
 	// past it they fail with EIO and the data stays buffered for the

@@ -3,4 +3,13 @@
 // and the data layer and vfs are built over them. The CLI, the benchmark
 // lab, the admin tools and the tests all open volumes here, so there is one
 // wiring to keep right.
+//
+// It also keeps a volume's identity in its bucket (internal/identity):
+// Format claims the bucket (and refuses one another volume claims, or one
+// holding blocks from before claims existed); Open refuses a bucket whose
+// claims do not include the volume, and gives the vfs a MayDelete that
+// holds the cleaner's deletes while the bucket is shared; Adopt turns a
+// volume just restored from a dump into one of its own (a new uuid, slice
+// ids far from its source's, the dump's orphans purged, its claim
+// written, and with LoadReplace the source's claim released).
 package volume

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"shoal/internal/identity"
 	"shoal/internal/meta"
+	"shoal/internal/object"
 	"shoal/internal/object/objopen"
 )
 
@@ -34,22 +36,80 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 		return meta.Format{}, err
 	}
 	defer eng.Close()
-	if !o.Force {
-		if _, err := eng.Load(ctx); err == nil {
-			return meta.Format{}, fmt.Errorf("formatting %s: %w%s", redact(metaURL), meta.ErrFormatted, formatHint(meta.ErrFormatted, metaURL))
-		}
+	old, err := eng.Load(ctx)
+	existing := err == nil
+	if existing && !o.Force {
+		return meta.Format{}, fmt.Errorf("formatting %s: %w%s", redact(metaURL), meta.ErrFormatted, formatHint(meta.ErrFormatted, metaURL))
 	}
 	f, err := newFormat(metaURL, o)
 	if err != nil {
 		return meta.Format{}, err
 	}
-	if err := checkStore(ctx, f); err != nil {
+	if existing {
+		// New settings for the same volume: its files, and so its
+		// identity in the bucket, are kept.
+		f.UUID, f.Created = old.UUID, old.Created
+	}
+	store, err := checkStore(ctx, f)
+	if err != nil {
+		return meta.Format{}, err
+	}
+	if err := checkUnclaimed(ctx, store, f, existing); err != nil {
 		return meta.Format{}, err
 	}
 	if err := eng.Format(ctx, f, o.Force); err != nil {
 		return meta.Format{}, fmt.Errorf("formatting %s: %w%s", redact(metaURL), err, formatHint(err, metaURL))
 	}
-	return f, nil
+	return f, claimFormatted(ctx, store, f)
+}
+
+// checkUnclaimed refuses a bucket that holds another volume: one that
+// claims it, or (before claims existed) block objects. A bucket f's
+// volume claims already (new settings for a volume in place) is fine.
+func checkUnclaimed(ctx context.Context, store object.Store, f meta.Format, existing bool) error {
+	claims, err := identity.List(ctx, store)
+	if err != nil {
+		return err
+	}
+	var others []string
+	for _, c := range claims {
+		if c.UUID == f.UUID {
+			return nil
+		}
+		others = append(others, c.String())
+	}
+	if len(others) > 0 {
+		return fmt.Errorf("object store %s is claimed by another volume already (%s): give each volume a bucket (or directory) of its own",
+			store, strings.Join(others, "; "))
+	}
+	if existing {
+		return nil
+	}
+	blocks, err := store.List(ctx, "chunks/", "", 1)
+	if err != nil {
+		return fmt.Errorf("object store %s: %w", store, err)
+	}
+	if len(blocks) > 0 {
+		return fmt.Errorf("object store %s holds the blocks of another volume already (e.g. %s): give each volume a bucket (or directory) of its own",
+			store, blocks[0].Key)
+	}
+	return nil
+}
+
+// claimFormatted records the new volume in its bucket.
+func claimFormatted(ctx context.Context, store object.Store, f meta.Format) error {
+	claims, err := identity.List(ctx, store)
+	if err == nil {
+		for _, c := range claims {
+			if c.UUID == f.UUID {
+				return nil
+			}
+		}
+	}
+	if err := identity.Put(ctx, store, identity.For(f, identity.HowFormat)); err != nil {
+		return fmt.Errorf("formatted, but %w (the first mount claims the bucket)", err)
+	}
+	return nil
 }
 
 func formatHint(err error, metaURL string) string {
@@ -94,26 +154,27 @@ func newFormat(metaURL string, o FormatOptions) (meta.Format, error) {
 	return f, nil
 }
 
-// checkStore writes, reads back and deletes a probe object.
-func checkStore(ctx context.Context, f meta.Format) error {
+// checkStore writes, reads back and deletes a probe object, and returns
+// the store.
+func checkStore(ctx context.Context, f meta.Format) (object.Store, error) {
 	s, err := objopen.Open(ctx, f.Storage, f.Bucket)
 	if err != nil {
-		return fmt.Errorf("object store %s %s: %w", f.Storage, f.Bucket, err)
+		return nil, fmt.Errorf("object store %s %s: %w", f.Storage, f.Bucket, err)
 	}
 	if c, ok := s.(objopen.Checker); ok {
 		if err := c.Check(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	key := "probe/format-" + f.UUID
 	payload := []byte("shoal format probe")
 	if err := s.Put(ctx, key, bytes.NewReader(payload), int64(len(payload))); err != nil {
-		return fmt.Errorf("object store %s is not writable: %w", s, err)
+		return nil, fmt.Errorf("object store %s is not writable: %w", s, err)
 	}
 	if _, err := s.Head(ctx, key); err != nil {
-		return fmt.Errorf("object store %s lost a probe object it just stored: %w", s, err)
+		return nil, fmt.Errorf("object store %s lost a probe object it just stored: %w", s, err)
 	}
-	return s.Delete(ctx, key)
+	return s, s.Delete(ctx, key)
 }
 
 // sqliteDir returns the directory of a sqlite:// database.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"shoal/internal/data"
+	"shoal/internal/identity"
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv/kvopen"
 	"shoal/internal/meta/kvmeta"
@@ -77,6 +78,14 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	// from whichever attempt delivered it. Every format-1 volume checksums
 	// its blocks (docs/format.md).
 	plain := object.WithRetry(objects, 5, 100*time.Millisecond)
+	claims, err := identity.Check(ctx, plain, f)
+	if err != nil {
+		_ = eng.Close()
+		return nil, fmt.Errorf("opening volume %q: %w", f.Name, err)
+	}
+	if len(claims) > 1 && opts.Logger != nil {
+		opts.Logger.Warn("the bucket is shared with another volume: this mount deletes no objects while it is", "claims", len(claims))
+	}
 	objects = object.WithChecksum(plain)
 	dc := opts.Data
 	dc.BlockSize = f.BlockSize
@@ -85,6 +94,9 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	}
 	if opts.VFS.Logger == nil {
 		opts.VFS.Logger = opts.Logger
+	}
+	if opts.VFS.MayDelete == nil {
+		opts.VFS.MayDelete = func(ctx context.Context) error { return identity.Exclusive(ctx, plain, f) }
 	}
 	store := data.New(objects, dc)
 	return &Volume{Format: f, Engine: eng, Objects: objects, Plain: plain, Data: store, FS: vfs.New(eng, store, opts.VFS)}, nil

@@ -161,6 +161,7 @@ const restoreBatch = 512
 // Restore reads a dump into an empty store, a batch of keys per
 // transaction. The format key is written last, so an interrupted restore
 // leaves an unformatted store that can be wiped and restored again.
+// Sessions and locks are skipped (restoredKind).
 func (e *Engine) Restore(ctx context.Context, r io.Reader) error {
 	switch _, err := e.Load(ctx); {
 	case err == nil:
@@ -188,6 +189,9 @@ func (e *Engine) Restore(ctx context.Context, r io.Reader) error {
 		}
 		if len(k) == 1 && k[0] == kindFormat {
 			formatValue = v
+			continue
+		}
+		if !restoredKind(k[0]) {
 			continue
 		}
 		if batch = append(batch, [2][]byte{k, v}); len(batch) == restoreBatch {

@@ -83,7 +83,10 @@
 // meta.Checker (fsck: link counts, parents, reference counts, orphan marks
 // and usage counters recomputed from the entries and chunk records, with
 // repair) and meta.Dumper (a portable dump that restores into any kv
-// backend).
+// backend; a restore leaves out sessions, their indexes and lock records,
+// since the restored volume has no clients: restore.go). SkipSliceIDs lets
+// a loaded copy draw slice ids far from its source's, as the two share a
+// bucket (volume.Adopt).
 //
 // Import rules: kvmeta imports meta and kv only, never a kv backend.
 package kvmeta
