@@ -29,6 +29,9 @@ type Engine struct {
 
 	fmtMu  sync.Mutex
 	format *meta.Format // cached by Load and Format
+	// capacity and inodeLimit are the cached format's volume limits,
+	// read without the lock by every operation's quota check.
+	capacity, inodeLimit atomic.Uint64
 
 	chunks chunkCache // decoded slice lists (version 2 volumes)
 
@@ -117,6 +120,7 @@ type txn struct {
 	dirty     map[meta.Ino]bool
 	space     int64 // bytes of used space added
 	files     int64 // inodes added
+	held      bool  // space and files are held in flight (quota.go)
 	// cache is the engine's chunk cache on a volume of format version 2
 	// or later, nil before: it also says that new records may go under
 	// appended chunk keys (see chunk.go and chunkcache.go).
@@ -152,6 +156,9 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		if err := fn(t); err != nil {
 			return err
 		}
+		if err := e.checkVolume(t); err != nil {
+			return err
+		}
 		t.flush()
 		done = t
 		return nil
@@ -161,7 +168,11 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		done.publishChunks()
 	}
 	for _, t := range attempts {
+		e.release(t)
 		t.releaseClaims()
+	}
+	if err == nil {
+		e.flushEarly(ctx)
 	}
 	return err
 }
@@ -289,6 +300,8 @@ func (e *Engine) setFormat(f meta.Format) {
 	e.fmtMu.Lock()
 	defer e.fmtMu.Unlock()
 	e.format = &f
+	e.capacity.Store(f.Capacity)
+	e.inodeLimit.Store(f.Inodes)
 }
 
 func (e *Engine) cachedFormat() *meta.Format {

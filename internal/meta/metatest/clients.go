@@ -23,6 +23,7 @@ func RunClients(t *testing.T, newClients ClientsFactory) {
 	t.Run("RenameCycle", func(t *testing.T) { testRenameCycle(t, newClients) })
 	t.Run("LinkCounts", func(t *testing.T) { testLinkCounts(t, newClients) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, newClients) })
+	t.Run("Quota", func(t *testing.T) { testQuotaClients(t, newClients) })
 }
 
 // clients makes n formatted clients.

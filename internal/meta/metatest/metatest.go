@@ -52,6 +52,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Compact", testCompact},
 		{"Xattr", testXattr},
 		{"Statfs", testStatfs},
+		{"VolumeQuota", testVolumeQuota},
 		{"ReaddirPaging", testReaddirPaging},
 		{"Concurrency", testConcurrency},
 		{"Admin", testAdmin},
