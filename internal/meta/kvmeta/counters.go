@@ -124,13 +124,17 @@ func (e *Engine) flushLoop(every time.Duration) {
 	defer close(e.done)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	for {
+	for ticks := 1; ; ticks++ {
 		select {
 		case <-e.stop:
 			return
 		case <-tick.C:
-			// A failed flush keeps its deltas for the next tick.
+			// A failed flush keeps its deltas for the next tick, and a
+			// failed refresh keeps the quota list it had.
 			_ = e.flushUsage(context.Background())
+			if ticks%quotaRefresh == 0 && e.cachedFormat() != nil {
+				_ = e.refreshQuotas(context.Background())
+			}
 		}
 	}
 }
