@@ -24,6 +24,7 @@ func RunClients(t *testing.T, newClients ClientsFactory) {
 	t.Run("LinkCounts", func(t *testing.T) { testLinkCounts(t, newClients) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, newClients) })
 	t.Run("Quota", func(t *testing.T) { testQuotaClients(t, newClients) })
+	t.Run("DirQuota", func(t *testing.T) { testDirQuotaClients(t, newClients) })
 }
 
 // clients makes n formatted clients.

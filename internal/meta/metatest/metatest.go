@@ -53,6 +53,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Xattr", testXattr},
 		{"Statfs", testStatfs},
 		{"VolumeQuota", testVolumeQuota},
+		{"DirQuota", testDirQuota},
 		{"ReaddirPaging", testReaddirPaging},
 		{"Concurrency", testConcurrency},
 		{"Admin", testAdmin},

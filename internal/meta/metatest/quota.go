@@ -169,3 +169,95 @@ func untilFull(t *testing.T, cs []*env, op func(c *env, i, j int) error) int {
 	}
 	return len(cs)
 }
+
+// testDirQuota: a directory quota refuses growth of its tree with EDQUOT,
+// follows unlink and truncate, is counted when set on a non-empty tree,
+// refuses renames and links across quota trees with EXDEV, and shows in
+// StatfsAt.
+func testDirQuota(t *testing.T, newEngine Factory) {
+	v := open(t, newEngine)
+	qs, ok := v.e.(meta.Quotas)
+	if !ok {
+		t.Skip("engine has no directory quotas")
+	}
+	site := v.dir(meta.RootIno, "site")
+	sub := v.dir(site.Ino, "sub")
+	old := v.file(sub.Ino, "old")
+	v.write(old.Ino, 0, 4096)
+	q, err := qs.SetQuota(v.ctx, site.Ino, 64<<10, 4)
+	v.check(err, "set quota")
+	if q.UsedInodes != 2 || q.UsedSpace != 4096 {
+		t.Fatalf("quota set on a tree holding a dir and a 4 KiB file: %+v", q)
+	}
+	f := v.file(sub.Ino, "f")
+	v.write(f.Ino, 0, 60<<10)
+	id, err := v.e.NewSliceID(v.ctx)
+	v.check(err, "new slice id")
+	_, err = v.e.WriteChunk(v.ctx, f.Ino, 0, meta.Slice{ID: id, Size: 4096, Len: 4096, Pos: 60 << 10})
+	v.wantErrno(err, syscall.EDQUOT, "write past the directory quota")
+	_, err = v.e.Truncate(v.ctx, f.Ino, 1<<20)
+	v.wantErrno(err, syscall.EDQUOT, "truncate past the directory quota")
+	v.file(site.Ino, "g") // the fourth inode
+	_, err = v.e.Mknod(v.ctx, meta.MknodRequest{Parent: sub.Ino, Name: "h", Type: meta.TypeFile, Mode: 0o644, Exclusive: true})
+	v.wantErrno(err, syscall.EDQUOT, "create past the directory quota")
+	v.file(meta.RootIno, "outside") // the rest of the volume is not limited
+
+	st, err := qs.StatfsAt(v.ctx, sub.Ino)
+	v.check(err, "statfs at")
+	if st.TotalSpace != 64<<10 || st.UsedSpace != 64<<10 || st.TotalInodes != 4 || st.UsedInodes != 4 {
+		t.Fatalf("statfs inside the quota tree: %+v", st)
+	}
+	if st, err = qs.StatfsAt(v.ctx, meta.RootIno); err != nil || st.TotalInodes == 4 {
+		t.Fatalf("statfs outside the quota tree: %+v, %v", st, err)
+	}
+
+	_, err = v.rename(sub.Ino, meta.RootIno, "f", "f", 0)
+	v.wantErrno(err, syscall.EXDEV, "rename out of the quota tree")
+	_, err = v.rename(meta.RootIno, site.Ino, "outside", "outside", 0)
+	v.wantErrno(err, syscall.EXDEV, "rename into the quota tree")
+	_, err = v.e.Link(v.ctx, f.Ino, meta.RootIno, "link")
+	v.wantErrno(err, syscall.EXDEV, "link out of the quota tree")
+	_, err = v.rename(sub.Ino, site.Ino, "f", "f", 0) // within one tree
+	v.check(err, "rename within the quota tree")
+
+	_, err = v.e.Truncate(v.ctx, f.Ino, 0)
+	v.check(err, "truncate")
+	rm, err := v.e.Unlink(v.ctx, site.Ino, "g")
+	v.check(err, "unlink")
+	v.check(v.e.Purge(v.ctx, rm.Ino), "purge")
+	q, err = qs.GetQuota(v.ctx, site.Ino)
+	v.check(err, "get quota")
+	if q.UsedInodes != 3 || q.UsedSpace != 4096 {
+		t.Fatalf("usage after truncate and unlink: %+v", q)
+	}
+	v.write(f.Ino, 0, 60<<10) // renamed file: charged to the same tree
+
+	list, err := qs.ListQuotas(v.ctx)
+	if err != nil || len(list) != 1 || list[0].Ino != site.Ino {
+		t.Fatalf("list quotas: %+v, %v", list, err)
+	}
+	v.check(qs.DeleteQuota(v.ctx, site.Ino), "delete quota")
+	_, err = qs.GetQuota(v.ctx, site.Ino)
+	v.wantErrno(err, syscall.ENODATA, "get a deleted quota")
+	v.file(sub.Ino, "h") // no limit any more
+}
+
+// testDirQuotaClients: a quota set on one client is enforced by another
+// once it has read the quota list (Load, or its periodic refresh).
+func testDirQuotaClients(t *testing.T, newClients ClientsFactory) {
+	cs := clients(t, newClients, 2)
+	a, b := cs[0], cs[1]
+	qs, ok := a.e.(meta.Quotas)
+	if !ok {
+		t.Skip("engine has no directory quotas")
+	}
+	d := a.dir(meta.RootIno, "d")
+	_, err := qs.SetQuota(a.ctx, d.Ino, 0, 2)
+	a.check(err, "set quota")
+	_, err = b.e.Load(b.ctx) // as a new mount would
+	b.check(err, "load")
+	b.file(d.Ino, "1")
+	a.file(d.Ino, "2")
+	_, err = b.e.Mknod(b.ctx, meta.MknodRequest{Parent: d.Ino, Name: "3", Type: meta.TypeFile, Mode: 0o644, Exclusive: true})
+	b.wantErrno(err, syscall.EDQUOT, "create past the quota on the other client")
+}
