@@ -54,6 +54,7 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newGCCmd(),
 		newDumpCmd(),
 		newLoadCmd(),
+		newQuotaCmd(),
 		newBenchCmd(),
 	)
 	return root

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -119,5 +121,59 @@ func TestVolumeQuotaTwoMounts(t *testing.T) {
 	t.Logf("stored %d bytes of %d", total, quotaLimit)
 	if total > quotaLimit+quotaSlack {
 		t.Fatalf("two mounts stored %d bytes; capacity %d, bound %d", total, quotaLimit, quotaSlack)
+	}
+}
+
+// TestDirQuota: `shoal quota set` on a directory of a mounted volume
+// limits its tree (EDQUOT), df on the directory shows the quota, deleting
+// files frees it, and moves out of the tree fail with EXDEV.
+func TestDirQuota(t *testing.T) {
+	testutil.RequireFUSE(t)
+	v := testutil.NewVolume(t)
+	m := v.Mount(t)
+	ok(t, os.Mkdir(m.Path("site1"), 0o755), "mkdir")
+	writeFile(t, m.Path("site1/old"), make([]byte, 1<<20), 0o644)
+	out := testutil.MustRun(t, "quota", "set", v.MetaURL, "--path", "/site1", "--capacity", "4M", "--inodes", "5")
+	if !strings.Contains(out.Stdout, "1.0 MiB") {
+		t.Fatalf("quota set does not show the 1 MiB already used:\n%s", out.Stdout)
+	}
+	time.Sleep(3500 * time.Millisecond) // the mount re-reads the quota list every 3 s
+
+	err := writeUntilFull(m.Path("site1/big"), 8<<20, true)
+	if !errors.Is(err, syscall.EDQUOT) {
+		t.Fatalf("writing 8 MiB into a 4 MiB quota: %v, want EDQUOT", err)
+	}
+	var st unix.Statfs_t
+	ok(t, unix.Statfs(m.Path("site1"), &st), "statfs")
+	if total := st.Blocks * uint64(st.Bsize); total != 4<<20 || st.Files != 5 {
+		t.Fatalf("df in the quota tree: %d bytes, %d inodes; want the quota's 4 MiB, 5", total, st.Files)
+	}
+	ok(t, unix.Statfs(m.Dir, &st), "statfs")
+	if st.Blocks*uint64(st.Bsize) == 4<<20 {
+		t.Fatalf("df outside the quota tree shows the quota")
+	}
+	for i := 0; ; i++ {
+		f, err := os.Create(m.Path(fmt.Sprintf("site1/f%d", i)))
+		if err != nil {
+			wantErrno(t, err, syscall.EDQUOT, "create past the inode quota")
+			break
+		}
+		ok(t, f.Close(), "close")
+		if i > 5 {
+			t.Fatalf("created %d files in a tree of 5 inodes", i+1)
+		}
+	}
+	wantErrno(t, os.Rename(m.Path("site1/old"), m.Path("old")), syscall.EXDEV, "rename out of the quota tree")
+	ok(t, os.Remove(m.Path("site1/big")), "remove")
+	ok(t, os.Remove(m.Path("site1/f0")), "remove")
+	ok(t, writeUntilFull(m.Path("site1/again"), 2<<20, true), "writing 2 MiB after removes")
+
+	out = testutil.MustRun(t, "quota", "list", v.MetaURL)
+	if !strings.Contains(out.Stdout, "/site1") || !strings.Contains(out.Stdout, "3.0 MiB") {
+		t.Fatalf("quota list:\n%s", out.Stdout)
+	}
+	testutil.MustRun(t, "quota", "delete", v.MetaURL, "--path", "/site1")
+	if res := testutil.Run(t, "quota", "get", v.MetaURL, "--path", "/site1"); res.Code == 0 {
+		t.Fatalf("quota get after delete succeeded:\n%s", res.Stdout)
 	}
 }
