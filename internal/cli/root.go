@@ -55,6 +55,7 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newDumpCmd(),
 		newLoadCmd(),
 		newClaimsCmd(),
+		newQuotaCmd(),
 		newBenchCmd(),
 	)
 	return root

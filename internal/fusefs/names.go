@@ -140,7 +140,7 @@ func (fs *FS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
 
 // StatFs implements fuse.RawFileSystem.
 func (fs *FS) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
-	st, err := fs.vfs.Statfs(ctx(h))
+	st, err := fs.vfs.Statfs(ctx(h), meta.Ino(h.NodeId))
 	if err != nil {
 		return fs.status("statfs", err)
 	}

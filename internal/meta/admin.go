@@ -67,3 +67,36 @@ type Dumper interface {
 	// for the caller to purge.
 	Restore(ctx context.Context, r io.Reader) error
 }
+
+// Quota is a directory quota: limits on the space and inodes of the tree
+// under directory Ino (the directory itself not counted), and what the
+// tree uses. A limit of 0 is no limit.
+type Quota struct {
+	Ino        Ino
+	MaxSpace   uint64
+	MaxInodes  uint64
+	UsedSpace  uint64
+	UsedInodes uint64
+}
+
+// Quotas sets and reads directory quotas. Operations that would take a
+// tree past a limit fail with EDQUOT; moving an entry, or linking a file,
+// between trees under different quotas fails with EXDEV (mv falls back to
+// copy and delete). Engines document how soon other clients enforce a
+// new quota and what a quota on a busy tree counts.
+type Quotas interface {
+	// SetQuota sets (or replaces) the limits of directory ino and counts
+	// the tree's usage by walking it: cost proportional to the tree.
+	// ENOTDIR for another type, ENOENT if absent.
+	SetQuota(ctx context.Context, ino Ino, maxSpace, maxInodes uint64) (Quota, error)
+	// GetQuota returns ino's quota: ENODATA if it has none.
+	GetQuota(ctx context.Context, ino Ino) (Quota, error)
+	// ListQuotas returns every quota, by inode number.
+	ListQuotas(ctx context.Context) ([]Quota, error)
+	// DeleteQuota removes ino's quota: ENODATA if it has none.
+	DeleteQuota(ctx context.Context, ino Ino) error
+	// StatfsAt is Statfs as seen from ino: inside a tree with a quota,
+	// the nearest such quota's limits (the volume's where it sets none)
+	// and usage; elsewhere the volume's.
+	StatfsAt(ctx context.Context, ino Ino) (Statfs, error)
+}

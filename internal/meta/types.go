@@ -99,7 +99,11 @@ type Attr struct {
 	Nlink  uint32
 	Length uint64 // file size; for a symlink, the target length
 	Rdev   uint32
-	Parent Ino // for a directory, its parent; 0 for other types
+	// Parent is a directory's parent. For other types engines may record
+	// the directory the inode was created in or last renamed into (kvmeta
+	// does, for directory quotas), or 0; with hard links it names one of
+	// the directories only.
+	Parent Ino
 	// Alloc is the number of bytes of a regular file that hold data (not
 	// holes): what st_blocks reports. Engines that cannot tell, and
 	// records written before it was kept, give the length.

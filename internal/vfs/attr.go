@@ -144,8 +144,15 @@ func (fs *FS) Access(ctx context.Context, ino meta.Ino, mask uint32) error {
 	return fs.engine.Access(ctx, ino, mask)
 }
 
-// Statfs returns the volume's usage.
-func (fs *FS) Statfs(ctx context.Context) (meta.Statfs, error) { return fs.engine.Statfs(ctx) }
+// Statfs returns the usage as seen from ino: inside a tree with a
+// directory quota, the quota's limits and usage (engines with
+// meta.Quotas); elsewhere the volume's.
+func (fs *FS) Statfs(ctx context.Context, ino meta.Ino) (meta.Statfs, error) {
+	if q, ok := fs.engine.(meta.Quotas); ok {
+		return q.StatfsAt(ctx, ino)
+	}
+	return fs.engine.Statfs(ctx)
+}
 
 // Fallocate allocates, punches or zeroes a range of an open file.
 func (fs *FS) Fallocate(ctx context.Context, fh Fh, mode uint32, off, length uint64) error {

@@ -21,6 +21,9 @@
 //     mount; operations wait or fail with EIO but never return wrong data,
 //     everything whose fsync succeeded is intact, and the mount works again
 //     without a remount.
+//   - quota_test.go: two mounts writing at once stay within a directory
+//     quota exactly (EDQUOT) and within the volume's capacity plus the
+//     documented bound (ENOSPC), on PostgreSQL and Redis.
 //   - netns_test.go: two mounts in two network namespaces reach the servers
 //     over veth links; one link is cut mid-workload, the other mount keeps
 //     working, and the cut one recovers when the link returns.

@@ -89,10 +89,26 @@ func (p *idPool) forget() {
 	p.next, p.end = 0, 0
 }
 
-// usage holds the used space and inode deltas not yet in the store.
+// usage holds the used space and inode deltas not yet in the store, and
+// (for quota checks, quota.go) the deltas being flushed and those of
+// operations in flight that passed a check but are not committed yet.
 type usage struct {
 	space atomic.Int64
 	files atomic.Int64
+
+	pendingSpace atomic.Int64 // flushing or in flight
+	pendingFiles atomic.Int64
+}
+
+// local returns the usage this client has that the store may not show.
+func (u *usage) local() (space, files int64) {
+	return u.space.Load() + u.pendingSpace.Load(), u.files.Load() + u.pendingFiles.Load()
+}
+
+// hold adds to (or, negative, removes from) the pending usage.
+func (u *usage) hold(space, files int64) {
+	u.pendingSpace.Add(space)
+	u.pendingFiles.Add(files)
 }
 
 func (u *usage) add(space, files int64) {
@@ -108,23 +124,32 @@ func (e *Engine) flushLoop(every time.Duration) {
 	defer close(e.done)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	for {
+	for ticks := 1; ; ticks++ {
 		select {
 		case <-e.stop:
 			return
 		case <-tick.C:
-			// A failed flush keeps its deltas for the next tick.
+			// A failed flush keeps its deltas for the next tick, and a
+			// failed refresh keeps the quota list it had.
 			_ = e.flushUsage(context.Background())
+			if ticks%quotaRefresh == 0 && e.cachedFormat() != nil {
+				_ = e.refreshQuotas(context.Background())
+			}
 		}
 	}
 }
 
-// flushUsage adds the pending deltas to the stored counters.
+// flushUsage adds the pending deltas to the stored counters. While the
+// flush runs, the amount counts as pending (counted twice for an instant,
+// never zero times), so this client's quota checks always see it.
 func (e *Engine) flushUsage(ctx context.Context) error {
-	space, files := e.usage.space.Swap(0), e.usage.files.Swap(0)
+	space, files := e.usage.space.Load(), e.usage.files.Load()
 	if space == 0 && files == 0 {
 		return nil
 	}
+	e.usage.hold(space, files)
+	e.usage.add(-space, -files)
+	defer e.usage.hold(-space, -files)
 	err := e.store.Txn(ctx, func(tx kv.Tx) error {
 		if err := addCounter(tx, counterUsedSpace, space); err != nil {
 			return err

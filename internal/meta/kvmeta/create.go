@@ -102,6 +102,7 @@ func (t *txn) mknod(ino meta.Ino, req meta.MknodRequest) (meta.Entry, error) {
 	}
 	t.touchDir(req.Parent, p)
 	t.files++
+	t.charge(req.Parent, 0, 1)
 	return meta.Entry{Ino: ino, Attr: *a}, nil
 }
 
@@ -111,6 +112,7 @@ func (t *txn) newAttr(p *meta.Attr, req meta.MknodRequest) *meta.Attr {
 	a := &meta.Attr{
 		Type: req.Type, Mode: mode, Uid: uid, Gid: gid,
 		Atime: t.now, Mtime: t.now, Ctime: t.now, Nlink: 1,
+		Parent: req.Parent, // for every type: directory quotas (dirquota.go)
 	}
 	switch req.Type {
 	case meta.TypeDir:
@@ -155,6 +157,9 @@ func (e *Engine) Link(ctx context.Context, ino meta.Ino, parent meta.Ino, name s
 			return syscall.ENOENT
 		case a.Nlink >= maxLinks:
 			return syscall.EMLINK
+		}
+		if err := t.checkQuotaMove(a.Parent, parent); err != nil {
+			return err
 		}
 		a.Nlink++
 		a.Ctime = t.now

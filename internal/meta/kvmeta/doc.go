@@ -37,7 +37,8 @@
 //	'L' slice              → size: freed slice awaiting object deletion
 //	'O' ino                → orphan: nlink 0, data kept for open handles
 //	'F'                    → format JSON (volume settings, version)
-//	'N' name               → counters (next ids, usage)
+//	'N' name               → counters (next ids, usage, quota directories)
+//	'U' ino                → directory quota: limits and the tree's usage
 //	'E' session            → session JSON (heartbeat)
 //	'o'/'q' session ino    → what a session holds: orphans, locked inodes
 //	'Q' ino, 'P' ino       → flock and fcntl lock records of an inode
@@ -69,6 +70,19 @@
 //     and rename still use the mode alone (the kernel, which checks for a
 //     mount, uses the ACL there too).
 //
+// # Quotas
+//
+// Volume limits (Format.Capacity, Format.Inodes) are checked by every
+// operation that grows usage, against the stored counters plus this
+// client's unflushed usage; on a volume with limits a client flushes its
+// usage early, past a sixteenth of a limit, which bounds what all clients
+// together can store past it (quota.go states the bound). ENOSPC.
+// Directory quotas (meta.Quotas, dirquota.go) keep exact per-tree usage
+// records, changed in the operations' own transactions, found through
+// Attr.Parent, which every new inode records; EDQUOT past a limit, EXDEV
+// for renames and links across quota trees. A volume without limits and
+// without directory quotas pays neither: no extra read, no extra write.
+//
 // # Sessions and locks
 //
 // The Engine implements meta.Sessions and meta.Locker (session.go,
@@ -82,11 +96,11 @@
 // meta.Scanner (orphans, every slice record, for session reclaim and gc),
 // meta.Checker (fsck: link counts, parents, reference counts, orphan marks
 // and usage counters recomputed from the entries and chunk records, with
-// repair) and meta.Dumper (a portable dump that restores into any kv
+// repair), meta.Dumper (a portable dump that restores into any kv
 // backend; a restore leaves out sessions, their indexes and lock records,
-// since the restored volume has no clients: restore.go). SkipSliceIDs lets
-// a loaded copy draw slice ids far from its source's, as the two share a
-// bucket (volume.Adopt).
+// since the restored volume has no clients: restore.go) and meta.Quotas
+// (directory quotas). SkipSliceIDs lets a loaded copy draw slice ids far
+// from its source's, as the two share a bucket (volume.Adopt).
 //
 // Import rules: kvmeta imports meta and kv only, never a kv backend.
 package kvmeta

@@ -29,8 +29,14 @@ type Engine struct {
 
 	fmtMu  sync.Mutex
 	format *meta.Format // cached by Load and Format
+	// capacity and inodeLimit are the cached format's volume limits,
+	// read without the lock by every operation's quota check.
+	capacity, inodeLimit atomic.Uint64
 
 	chunks chunkCache // decoded slice lists (version 2 volumes)
+	// qdirs is the set of directories with a quota (nil: none), see
+	// dirquota.go.
+	qdirs atomic.Pointer[map[meta.Ino]bool]
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -117,6 +123,11 @@ type txn struct {
 	dirty     map[meta.Ino]bool
 	space     int64 // bytes of used space added
 	files     int64 // inodes added
+	held      bool  // space and files are held in flight (quota.go)
+	// quotas is the set of quota directories (nil: none, and charges
+	// are not recorded); charges are the operation's usage changes.
+	quotas  map[meta.Ino]bool
+	charges []quotaCharge
 	// cache is the engine's chunk cache on a volume of format version 2
 	// or later, nil before: it also says that new records may go under
 	// appended chunk keys (see chunk.go and chunkcache.go).
@@ -149,7 +160,14 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		t.isOpen = e.openChecker()
 		t.dirWindow = int64(e.opts.DirMtimeWindow)
 		e.useChunkCache(t)
+		t.quotas = e.quotaDirs()
 		if err := fn(t); err != nil {
+			return err
+		}
+		if err := e.checkVolume(t); err != nil {
+			return err
+		}
+		if err := t.applyDirQuotas(); err != nil {
 			return err
 		}
 		t.flush()
@@ -161,7 +179,11 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		done.publishChunks()
 	}
 	for _, t := range attempts {
+		e.release(t)
 		t.releaseClaims()
+	}
+	if err == nil {
+		e.flushEarly(ctx)
 	}
 	return err
 }
@@ -264,6 +286,9 @@ func (e *Engine) Load(ctx context.Context) (meta.Format, error) {
 		return meta.Format{}, wrap(err, "load")
 	}
 	e.setFormat(f)
+	if err := e.refreshQuotas(ctx); err != nil {
+		return meta.Format{}, err
+	}
 	return f, nil
 }
 
@@ -289,6 +314,8 @@ func (e *Engine) setFormat(f meta.Format) {
 	e.fmtMu.Lock()
 	defer e.fmtMu.Unlock()
 	e.format = &f
+	e.capacity.Store(f.Capacity)
+	e.inodeLimit.Store(f.Inodes)
 }
 
 func (e *Engine) cachedFormat() *meta.Format {

@@ -20,6 +20,7 @@ const (
 	kindOrphan  = 'O' // O ino → unlink time: nlink 0, data kept
 	kindFormat  = 'F' // F → format JSON
 	kindCounter = 'N' // N name → int64 counter
+	kindQuota   = 'U' // U ino → directory quota: limits and usage
 
 	kindSession       = 'E' // E session → session JSON
 	kindSessionOrphan = 'o' // o session ino → "": orphans a session made

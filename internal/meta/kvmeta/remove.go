@@ -95,6 +95,7 @@ func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
 	}
 	t.drop(ino)
 	t.files--
+	t.charge(a.Parent, -spaceOf(a), -1)
 	return nil
 }
 

@@ -65,6 +65,9 @@ func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
 	if err := t.checkRename(req.Flags, src, dst); err != nil {
 		return meta.Removed{}, err
 	}
+	if err := t.checkQuotaMove(src.parent, dst.parent); err != nil {
+		return meta.Removed{}, err
+	}
 	if req.Flags&meta.RenameExchange != 0 {
 		t.exchange(src, dst)
 		return meta.Removed{}, nil
@@ -189,10 +192,13 @@ func (t *txn) replaceTarget(dst renameSide) (meta.Removed, error) {
 func (t *txn) moved(src, dst renameSide) {
 	src.attr.Ctime = t.now
 	t.touch(src.ino)
-	if src.attr.Type != meta.TypeDir || src.parent == dst.parent {
+	if src.parent == dst.parent {
 		return
 	}
-	src.attr.Parent = dst.parent
+	src.attr.Parent = dst.parent // every type: directory quotas (dirquota.go)
+	if src.attr.Type != meta.TypeDir {
+		return
+	}
 	if src.dir.Nlink > 2 {
 		src.dir.Nlink--
 	}

@@ -146,4 +146,5 @@ func (t *txn) setLength(a *meta.Attr, n uint64) {
 	before := spaceOf(a)
 	a.Length = n
 	t.space += spaceOf(a) - before
+	t.charge(a.Parent, spaceOf(a)-before, 0)
 }

@@ -23,6 +23,8 @@ func RunClients(t *testing.T, newClients ClientsFactory) {
 	t.Run("RenameCycle", func(t *testing.T) { testRenameCycle(t, newClients) })
 	t.Run("LinkCounts", func(t *testing.T) { testLinkCounts(t, newClients) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, newClients) })
+	t.Run("Quota", func(t *testing.T) { testQuotaClients(t, newClients) })
+	t.Run("DirQuota", func(t *testing.T) { testDirQuotaClients(t, newClients) })
 }
 
 // clients makes n formatted clients.

@@ -54,6 +54,8 @@ func Run(t *testing.T, newEngine Factory) {
 		{"ACL", testACL},
 		{"ACLInherit", testACLInherit},
 		{"Statfs", testStatfs},
+		{"VolumeQuota", testVolumeQuota},
+		{"DirQuota", testDirQuota},
 		{"ReaddirPaging", testReaddirPaging},
 		{"Concurrency", testConcurrency},
 		{"Admin", testAdmin},
