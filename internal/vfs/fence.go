@@ -20,8 +20,8 @@ import (
 //	lease = T − max(heartbeat interval, T/4)
 //
 // past which it acts as if its locks were gone: writes, fsyncs and lock
-// calls through the descriptors that took locks fail with EIO, new locks
-// are refused, and the slices of the files those descriptors hold are not
+// calls through the descriptors that took locks fail with EIO, new lock
+// requests get EAGAIN (blocking ones wait for a renewal), and the slices of the files those descriptors hold are not
 // committed. Every engine call made on behalf of a lock (a lock request, a
 // commit of a locked file's data) carries the lease's end as its deadline,
 // so a call retried across an outage cannot land after it. The margin,
@@ -180,7 +180,7 @@ func (f *fence) onExpiry() {
 	f.mu.Unlock()
 	files := f.locked()
 	if len(files) == 0 {
-		f.log.Warn("session not renewed in time: this mount takes no new locks until it is", "since", since)
+		f.log.Warn("session not renewed in time: this mount grants no new locks until it is", "since", since)
 		return
 	}
 	f.log.Error("LOCKS SUSPENDED: this mount could not renew its session in time, so another mount may soon take its locks; "+

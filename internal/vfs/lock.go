@@ -73,9 +73,11 @@ func (fs *FS) Flock(ctx context.Context, fh Fh, ino meta.Ino, owner uint64, typ 
 // lockCall runs a lock request through handle fh under the fence
 // (fence.go). A handle whose locks were lost fails every lock call with
 // EIO until it is closed. An unlock otherwise always goes through (it
-// cannot give anyone a second lock). A lock is refused with EIO while the
-// lease has run out, and each attempt is bounded by the lease's end; once
-// granted, the handle and its file are marked as holding locks.
+// cannot give anyone a second lock). A lock is refused with EAGAIN while
+// the lease has run out (a blocking request waits for the renewal), and
+// each attempt is bounded by the lease's end (EIO if it ends first: the
+// outcome is unknown); once granted, the handle and its file are marked
+// as holding locks.
 func (fs *FS) lockCall(ctx context.Context, fh Fh, unlock, wait bool, try func(context.Context) error) error {
 	h, err := fs.handle(fh)
 	if err != nil {
@@ -93,7 +95,10 @@ func (fs *FS) lockCall(ctx context.Context, fh Fh, unlock, wait bool, try func(c
 		epoch = fs.fence.current()
 		c, cancel, err := fs.fence.guard(ctx, epoch)
 		if err != nil {
-			return err
+			// Not renewed in time: no new lock until the session is
+			// proven alive. A blocking request waits for that as for
+			// a conflict.
+			return syscall.EAGAIN
 		}
 		defer cancel()
 		if err := try(c); err != nil {
