@@ -57,7 +57,7 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.StringVar(&o.logFile, "log", "", "log file (default: stderr, or a file in the temp dir with --background)")
 	fl.BoolVar(&o.strict, "strict", false, "no kernel caching of names, attributes or pages: every open and stat asks the engine (slower; for workloads that poll files other machines change)")
 	fl.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "how often this mount tells the engine it is alive")
-	fl.DurationVar(&o.sessionTimeout, "session-timeout", 60*time.Second, "how long a silent mount lives before other mounts release its locks and unlinked files")
+	fl.DurationVar(&o.sessionTimeout, "session-timeout", 60*time.Second, "how long a silent mount lives before other mounts release its locks and unlinked files (this mount's own, stored with its session; at least 3 heartbeats)")
 	fl.DurationVar(&o.backupInterval, "backup-interval", -1, "how often to back up the metadata into the object store (meta-backup/); default 1h for SQLite, off for shared engines (back those up with their own tools or 'shoal dump'); 0 = off")
 	fl.IntVar(&o.backupKeep, "backup-keep", 24, "how many metadata backups to keep")
 	fl.DurationVar(&o.flushTimeout, "flush-timeout", 2*time.Minute, "how long close and fsync wait for an unreachable object store or engine before failing with EIO")

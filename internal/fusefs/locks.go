@@ -7,11 +7,12 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"shoal/internal/meta"
+	"shoal/internal/vfs"
 )
 
 // GetLk implements fuse.RawFileSystem (F_GETLK, F_OFD_GETLK).
 func (fs *FS) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
-	lk, err := fs.vfs.Getlk(ctx(&in.InHeader), meta.Ino(in.NodeId), in.Owner, fromFileLock(in.Lk))
+	lk, err := fs.vfs.Getlk(ctx(&in.InHeader), vfs.Fh(in.Fh), meta.Ino(in.NodeId), in.Owner, fromFileLock(in.Lk))
 	if err != nil {
 		return fs.status("getlk", err)
 	}
@@ -35,10 +36,10 @@ func (fs *FS) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 func (fs *FS) setLock(c context.Context, in *fuse.LkIn, wait bool) fuse.Status {
 	ino := meta.Ino(in.NodeId)
 	if in.LkFlags&fuse.FUSE_LK_FLOCK != 0 {
-		return fs.status("flock", fs.vfs.Flock(c, ino, in.Owner, in.Lk.Typ, wait))
+		return fs.status("flock", fs.vfs.Flock(c, vfs.Fh(in.Fh), ino, in.Owner, in.Lk.Typ, wait))
 	}
 	lk := fromFileLock(in.Lk)
-	err := fs.vfs.Setlk(c, ino, in.Owner, lk, wait)
+	err := fs.vfs.Setlk(c, vfs.Fh(in.Fh), ino, in.Owner, lk, wait)
 	if err == nil && lk.Type != meta.LockUnlock {
 		fs.posix.add(ino, in.Owner, in.Fh)
 	}
@@ -111,7 +112,7 @@ func (fs *FS) releasePosix(in *fuse.FlushIn) {
 		return
 	}
 	all := meta.Lock{Type: meta.LockUnlock, Start: 0, End: meta.LockEnd}
-	if err := fs.vfs.Setlk(ctx(&in.InHeader), meta.Ino(in.NodeId), in.LockOwner, all, false); err != nil {
+	if err := fs.vfs.Setlk(ctx(&in.InHeader), vfs.Fh(in.Fh), meta.Ino(in.NodeId), in.LockOwner, all, false); err != nil {
 		fs.status("release posix locks", err)
 	}
 }
@@ -125,7 +126,7 @@ func fromFileLock(l fuse.FileLock) meta.Lock {
 func (fs *FS) releaseOFD(in *fuse.ReleaseIn) {
 	all := meta.Lock{Type: meta.LockUnlock, Start: 0, End: meta.LockEnd}
 	for _, k := range fs.posix.takeHandle(in.Fh) {
-		if err := fs.vfs.Setlk(ctx(&in.InHeader), k.ino, k.owner, all, false); err != nil {
+		if err := fs.vfs.Setlk(ctx(&in.InHeader), vfs.Fh(in.Fh), k.ino, k.owner, all, false); err != nil {
 			fs.status("release OFD locks", err)
 		}
 	}
@@ -136,7 +137,7 @@ func (fs *FS) releaseFlock(in *fuse.ReleaseIn) {
 	if in.ReleaseFlags&fuse.FUSE_RELEASE_FLOCK_UNLOCK == 0 || !fs.vfs.Locking() {
 		return
 	}
-	err := fs.vfs.Flock(ctx(&in.InHeader), meta.Ino(in.NodeId), in.LockOwner, meta.LockUnlock, false)
+	err := fs.vfs.Flock(ctx(&in.InHeader), vfs.Fh(in.Fh), meta.Ino(in.NodeId), in.LockOwner, meta.LockUnlock, false)
 	if err != nil {
 		fs.status("release flock", err)
 	}

@@ -18,8 +18,22 @@ type SessionInfo struct {
 	Version    string    `json:"version"`
 	PID        int       `json:"pid"`
 	Started    time.Time `json:"started"`
-	Heartbeat  time.Time `json:"heartbeat"`
+	// Heartbeat is the time of the last renewal, on the engine's clock.
+	Heartbeat time.Time `json:"heartbeat"`
+	// Timeout is how long the session lives without a heartbeat: the
+	// client's own --session-timeout, by which every other client judges
+	// it. 0 in records written before sessions stored it (see
+	// LegacySessionTimeout).
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Interval is how often the client means to renew (informational).
+	Interval time.Duration `json:"interval,omitempty"`
 }
+
+// LegacySessionTimeout is the least timeout given to a session whose
+// record has none (written before records kept their own): such a session
+// is judged by the larger of this and the reclaiming client's timeout,
+// which was never shorter than the old default the writer ran with.
+const LegacySessionTimeout = 60 * time.Second
 
 // Sessions is how clients register with the engine so that what a dead
 // client held is reclaimed by the living, with no manual step.
@@ -28,21 +42,30 @@ type SessionInfo struct {
 // unlinked while open, see Engine.Unlink) and the locks it takes to the
 // session. EndSession and ReclaimSessions release both.
 type Sessions interface {
-	// BeginSession registers this engine's client and returns its id.
+	// BeginSession registers this engine's client with info (its Timeout
+	// and Interval included; ID, Started and Heartbeat are the engine's)
+	// and returns its id.
 	BeginSession(ctx context.Context, info SessionInfo) (SessionID, error)
-	// Heartbeat marks the session alive now. ErrSessionLost if the session
-	// was reclaimed meanwhile (the client was presumed dead): the caller
-	// should begin a new session.
+	// Heartbeat marks the session alive now, on the engine's clock.
+	// ErrSessionLost if the session was reclaimed meanwhile (the client
+	// was presumed dead): the caller should begin a new session. A nil
+	// return proves the session was not being reclaimed when the engine
+	// applied it, so the client still held every lock it held when the
+	// call started.
 	Heartbeat(ctx context.Context) error
 	// EndSession releases the session's locks, purges its orphans and
 	// removes it. Idempotent.
 	EndSession(ctx context.Context) error
 	// ListSessions returns the registered sessions, oldest first.
 	ListSessions(ctx context.Context) ([]SessionInfo, error)
-	// ReclaimSessions ends every other session whose last heartbeat is
-	// older than expiry, as EndSession would, and returns how many.
+	// ReclaimSessions ends every other session that is dead, as
+	// EndSession would, and returns how many. A session is dead when the
+	// engine's clock is past its last heartbeat (also on the engine's
+	// clock) by more than the session's own Timeout; never by the
+	// caller's clock or timeout. fallback is the caller's timeout, used
+	// only for records without one: max(fallback, LegacySessionTimeout).
 	// Safe to run from every client at once.
-	ReclaimSessions(ctx context.Context, expiry time.Duration) (int, error)
+	ReclaimSessions(ctx context.Context, fallback time.Duration) (int, error)
 }
 
 // Lock types, as fcntl(2) F_RDLCK, F_WRLCK and F_UNLCK.

@@ -29,6 +29,20 @@
 // engine keeps it as an orphan; the last Release purges it. An inode not
 // open here is purged at once.
 //
+// # Sessions and fenced locks
+//
+// Locks live in the engine (lock.go) and belong to this mount's session,
+// which a heartbeat keeps alive (session.go); another mount reclaims it
+// when it has been silent for its own timeout on the engine's clock. So
+// that a lock never has two holders, the mount fences itself earlier:
+// past a lease of timeout − max(heartbeat, timeout/4) since its last
+// successful heartbeat was sent, writes, fsyncs and lock calls through the
+// descriptors that took locks fail with EIO, and the commits of the files
+// they hold are refused; engine calls made for a lock carry the lease's
+// end as their deadline. A later successful heartbeat lifts the fence; a
+// reclaimed session fails those descriptors until they are closed. The
+// design and the rejected alternatives are in fence.go.
+//
 // # Freed data
 //
 // Truncate, overwrite-compaction and purge free slices in the engine. A

@@ -30,6 +30,11 @@ type file struct {
 	// attrs shares the engine reads of concurrent direct reads.
 	attrs attrRounds
 
+	// lockEpoch is the oldest session epoch in which a lock was taken
+	// through one of the file's handles (0: none), kept until the last
+	// close: its commits are fenced (fence.go).
+	lockEpoch uint64
+
 	capsLoaded bool // security.capability fetched since the last open
 	capsValue  []byte
 	capsErr    error
@@ -109,7 +114,19 @@ func (f *file) getWriter() *data.Writer {
 
 // commit records stored slices in the engine, in one transaction. The
 // data layer calls it in write order, possibly from its own goroutines.
+//
+// The commit of a file locked through this mount runs within the lease of
+// its locks, and not at all outside it: data written under a lock must
+// not land after another mount may have taken the lock (fence.go).
 func (f *file) commit(ctx context.Context, ws []meta.SliceWrite) error {
+	f.mu.Lock()
+	epoch := f.lockEpoch
+	f.mu.Unlock()
+	ctx, cancel, err := f.fs.fence.guard(ctx, epoch)
+	if err != nil {
+		return fmt.Errorf("vfs: inode %d: not committing writes to a file whose locks this mount may have lost: %w", f.ino, err)
+	}
+	defer cancel()
 	res, err := f.fs.engine.WriteSlices(ctx, f.ino, ws)
 	if err != nil {
 		return err

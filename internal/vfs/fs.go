@@ -73,6 +73,7 @@ type FS struct {
 	nextFh  Fh
 	stamps  map[meta.Ino]stamp // (mtime, length) when the page cache was filled
 
+	fence      fence // this mount's lease on its locks (fence.go)
 	compactor  *compactor
 	cleaner    *cleaner
 	stop       context.CancelFunc
@@ -96,6 +97,7 @@ func New(engine meta.Engine, store *data.Store, cfg Config) *FS {
 		stamps:  map[meta.Ino]stamp{},
 		stop:    cancel,
 	}
+	fs.fence.log, fs.fence.locked = fs.log, fs.lockedInodes
 	if t, ok := engine.(meta.OpenTracker); ok {
 		t.SetOpenCheck(fs.isOpen)
 	}
@@ -112,6 +114,25 @@ func (fs *FS) isOpen(ino meta.Ino) bool {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	return fs.files[ino] != nil
+}
+
+// lockedInodes lists the open files locked through this mount.
+func (fs *FS) lockedInodes() []uint64 {
+	fs.mu.Lock()
+	files := make([]*file, 0, len(fs.files))
+	for _, f := range fs.files {
+		files = append(files, f)
+	}
+	fs.mu.Unlock()
+	var out []uint64
+	for _, f := range files {
+		f.mu.Lock()
+		if f.lockEpoch != 0 {
+			out = append(out, uint64(f.ino))
+		}
+		f.mu.Unlock()
+	}
+	return out
 }
 
 // Engine returns the metadata engine the FS runs on.

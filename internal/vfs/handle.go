@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"sync/atomic"
 	"syscall"
 
 	"shoal/internal/data"
@@ -23,6 +24,10 @@ type handle struct {
 	// afresh would decode the whole slice list of a fragmented chunk.
 	direct bool
 	seen   stamp // guarded by file.mu
+	// lockEpoch is the session epoch in which a lock was first taken
+	// through this handle (0: none): its writes, fsyncs and lock calls
+	// are fenced (fence.go).
+	lockEpoch atomic.Uint64
 }
 
 // OpenResult says how the kernel may cache an opened file.
@@ -201,6 +206,9 @@ func (fs *FS) Write(ctx context.Context, fh Fh, off uint64, p []byte) (int, erro
 	if h.flags&syscall.O_ACCMODE == syscall.O_RDONLY {
 		return 0, syscall.EBADF
 	}
+	if err := fs.fence.check(h.lockEpoch.Load()); err != nil {
+		return 0, err
+	}
 	f := h.file
 	if err := f.getWriter().Write(ctx, off, p); err != nil {
 		return 0, err
@@ -225,9 +233,17 @@ func (fs *FS) Flush(ctx context.Context, fh Fh) error {
 // Fsync makes all writes of the inode durable in the store and engine,
 // also against power loss: after the flush, an engine that commits lazily
 // to disk (meta.Syncer: SQLite's WAL) is synced.
+//
+// Through a descriptor that holds locks, it also fails (EIO) unless the
+// locks were still this mount's when the data landed (fence.go).
 func (fs *FS) Fsync(ctx context.Context, fh Fh) error {
 	if err := fs.Flush(ctx, fh); err != nil {
 		return err
+	}
+	if h, err := fs.handle(fh); err == nil {
+		if err := fs.fence.check(h.lockEpoch.Load()); err != nil {
+			return err
+		}
 	}
 	if s, ok := fs.engine.(meta.Syncer); ok {
 		return s.Sync(ctx)

@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"shoal/internal/meta"
@@ -14,16 +15,19 @@ type SessionConfig struct {
 	// Heartbeat is how often the session is marked alive (0: 5 s).
 	Heartbeat time.Duration
 	// Timeout is how long a silent session lives before another client
-	// reclaims its locks and orphans (0: 60 s). It must be several
-	// heartbeats long.
+	// reclaims its locks and orphans (0: 60 s). It is stored with the
+	// session: every client judges it by this, not by its own. It must be
+	// at least three heartbeats long. The mount fences its locks earlier,
+	// after Timeout − max(Heartbeat, Timeout/4) without a renewal
+	// (fence.go).
 	Timeout time.Duration
 }
 
 // BeginSession registers this mount with the engine and keeps it alive in
 // the background until Close, which ends it. Engines without sessions
 // (meta.Sessions) make it a no-op. Every client also reclaims sessions that
-// stopped beating for Timeout: that is how a dead machine's locks and
-// unlinked-but-open files are released without a manual step.
+// stopped beating for their own timeout: that is how a dead machine's
+// locks and unlinked-but-open files are released without a manual step.
 func (fs *FS) BeginSession(ctx context.Context, cfg SessionConfig) error {
 	s, ok := fs.engine.(meta.Sessions)
 	if !ok {
@@ -35,12 +39,19 @@ func (fs *FS) BeginSession(ctx context.Context, cfg SessionConfig) error {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 60 * time.Second
 	}
+	if cfg.Timeout < 3*cfg.Heartbeat {
+		return fmt.Errorf("vfs: session timeout %v is shorter than three heartbeats (%v each)", cfg.Timeout, cfg.Heartbeat)
+	}
+	cfg.Info.Timeout, cfg.Info.Interval = cfg.Timeout, cfg.Heartbeat
+	started := time.Now()
 	if _, err := s.BeginSession(ctx, cfg.Info); err != nil {
 		return err
 	}
+	fs.fence.start(leaseFor(cfg.Timeout, cfg.Heartbeat), started)
 	loopCtx, cancel := context.WithCancel(context.Background())
 	fs.endSession = func() {
 		cancel()
+		fs.fence.stop()
 		if err := s.EndSession(context.Background()); err != nil {
 			fs.log.Warn("ending session failed; another client will reclaim it", "err", err)
 		}
@@ -60,16 +71,51 @@ func (fs *FS) heartbeat(ctx context.Context, s meta.Sessions, cfg SessionConfig)
 			return
 		case <-t.C:
 		}
-		err := s.Heartbeat(ctx)
-		if errors.Is(err, meta.ErrSessionLost) {
-			fs.log.Error("this mount's session was reclaimed by another client (it was silent too long); its locks were released; starting a new session")
-			_, err = s.BeginSession(ctx, cfg.Info)
-		}
-		if err != nil && ctx.Err() == nil {
-			fs.log.Warn("session heartbeat failed; will retry", "err", err)
-		}
-		if n, err := s.ReclaimSessions(ctx, cfg.Timeout); err == nil && n > 0 {
+		fs.renewSession(ctx, s, cfg)
+		c, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		if n, err := s.ReclaimSessions(c, cfg.Timeout); err == nil && n > 0 {
 			fs.log.Info("reclaimed the locks and files of dead clients", "sessions", n)
 		}
+		cancel()
 	}
+}
+
+// renewSession sends one heartbeat and renews the fence's lease from the
+// moment it was sent; if the session was reclaimed meanwhile, it fails the
+// descriptors holding locks for good and begins a new session. A call
+// that outlives the lease could renew nothing, so it is bounded by it.
+func (fs *FS) renewSession(ctx context.Context, s meta.Sessions, cfg SessionConfig) {
+	started := time.Now()
+	c, cancel := context.WithTimeout(ctx, fs.fence.lease)
+	defer cancel()
+	err := s.Heartbeat(c)
+	if err == nil {
+		fs.fence.renew(started)
+		return
+	}
+	if errors.Is(err, meta.ErrSessionLost) {
+		fs.sessionLost()
+		started = time.Now()
+		if _, err = s.BeginSession(c, cfg.Info); err == nil {
+			fs.fence.renew(started)
+			return
+		}
+	}
+	if ctx.Err() == nil {
+		fs.log.Warn("session heartbeat failed; will retry", "err", err)
+	}
+}
+
+// sessionLost moves the fence to a new epoch and says loudly which files
+// lost their locks.
+func (fs *FS) sessionLost() {
+	files := fs.lockedInodes()
+	fs.fence.lose()
+	if len(files) == 0 {
+		fs.log.Error("this mount's session was reclaimed by another client (it was silent too long); it held no locks; starting a new session")
+		return
+	}
+	fs.log.Error("LOCKS LOST: this mount's session was reclaimed by another client (it was silent too long) and its locks were released; "+
+		"writes, fsyncs and lock calls through the descriptors that held locks on these inodes fail with EIO until they are closed, "+
+		"and the files' unflushed writes are dropped: close the files, then open and lock them again", "inodes", files)
 }

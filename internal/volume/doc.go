@@ -12,4 +12,10 @@
 // volume just restored from a dump into one of its own (a new uuid, slice
 // ids far from its source's, the dump's orphans purged, its claim
 // written, and with LoadReplace the source's claim released).
+//
+// Test hook: SHOAL_TEST_CLOCK_SKEW=DURATION (ClockSkewEnv) shifts the wall
+// clock of every engine opened here, as on a machine whose clock is off.
+// It exists so tests can show that sessions do not depend on the clients'
+// clocks (they are timed on the engine's). It is for tests only, not a
+// user setting, and may change without notice.
 package volume

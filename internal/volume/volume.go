@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"shoal/internal/data"
@@ -42,7 +43,18 @@ func OpenEngine(ctx context.Context, metaURL string) (meta.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kvmeta.New(store, kvmeta.Options{}), nil
+	return kvmeta.New(store, kvmeta.Options{ClockSkew: testClockSkew()}), nil
+}
+
+// ClockSkewEnv names the test hook that shifts a client's wall clock
+// (kvmeta.Options.ClockSkew), as on a machine whose clock is off: a Go
+// duration such as -1h. For tests only; not a user setting.
+const ClockSkewEnv = "SHOAL_TEST_CLOCK_SKEW"
+
+// testClockSkew reads ClockSkewEnv; unset or malformed means none.
+func testClockSkew() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(ClockSkewEnv))
+	return d
 }
 
 // Load opens the engine and reads the volume settings, explaining what to

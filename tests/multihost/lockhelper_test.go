@@ -26,6 +26,8 @@ import (
 //	setlk rd|wr|un START LEN   fcntl(F_SETLK)                         → OK | ERRNO
 //	setlkw rd|wr|un START LEN  fcntl(F_SETLKW), blocking              → OK | ERRNO
 //	getlk rd|wr START LEN      fcntl(F_GETLK)                         → UNLCK | RDLCK|WRLCK PID START LEN
+//	write TEXT                 pwrite TEXT and a newline at offset 0,
+//	                           then fsync                           → OK | ERRNO
 //	close                      close the open file                   → OK | ERRNO
 //	pid                        this process's id                     → PID
 //
@@ -63,6 +65,11 @@ func lockCommand(f *os.File, words []string) string {
 	switch words[0] {
 	case "close":
 		return errText(f.Close())
+	case "write":
+		if _, err := f.WriteAt([]byte(strings.Join(words[1:], " ")+"\n"), 0); err != nil {
+			return errText(err)
+		}
+		return errText(f.Sync())
 	case "flock":
 		how := map[string]int{"sh": unix.LOCK_SH, "ex": unix.LOCK_EX, "un": unix.LOCK_UN}[words[1]]
 		if len(words) > 2 && words[2] == "nb" {

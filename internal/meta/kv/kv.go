@@ -16,6 +16,7 @@ package kv
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // ScanPrefixLen is the prefix length of ordered, paged scans: a one-byte
@@ -109,6 +110,26 @@ func GetOne(ctx context.Context, s Store, key []byte) ([]byte, error) {
 		return err
 	})
 	return v, err
+}
+
+// Clock is implemented by stores that run on a server whose clock every
+// client shares (PostgreSQL, Redis). Sessions are timed on it, so that no
+// two machines' clocks are ever compared: a session is judged dead on the
+// same clock that stamped its heartbeat. It is optional: Now falls back to
+// the local clock, which is the engine's own for a store on one machine
+// (SQLite, memkv).
+type Clock interface {
+	// Now returns the server's current time, with View's retry rules.
+	Now(ctx context.Context) (time.Time, error)
+}
+
+// Now returns s's clock (Clock), or the local clock for a store without
+// one.
+func Now(ctx context.Context, s Store) (time.Time, error) {
+	if c, ok := s.(Clock); ok {
+		return c.Now(ctx)
+	}
+	return time.Now(), nil
 }
 
 // Syncer is implemented by stores whose commits are not durable against

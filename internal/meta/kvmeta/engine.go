@@ -72,6 +72,12 @@ type Options struct {
 	// directory's record. 0 (the default) updates them every time, as
 	// POSIX says.
 	DirMtimeWindow time.Duration
+	// ClockSkew is a test hook (SHOAL_TEST_CLOCK_SKEW, read by package
+	// volume): it shifts this client's local wall clock, as a machine
+	// whose clock is off would be. Sessions never compare that clock
+	// with another machine's (session.go), so only the informational
+	// SessionInfo.Started shows it. Not a user setting.
+	ClockSkew time.Duration
 }
 
 // New returns an Engine over store. The Engine owns store: Close closes it.

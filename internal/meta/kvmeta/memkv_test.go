@@ -2,6 +2,7 @@ package kvmeta_test
 
 import (
 	"testing"
+	"time"
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
@@ -29,6 +30,18 @@ func TestMemKVClients(t *testing.T) {
 		engines := make([]meta.Engine, n)
 		for i := range engines {
 			engines[i] = kvmeta.New(sharedStore{store}, kvmeta.Options{})
+		}
+		return engines
+	})
+}
+
+func TestMemKVClock(t *testing.T) {
+	metatest.RunClock(t, func(t *testing.T, skews []time.Duration) []meta.Engine {
+		store := memkv.New()
+		t.Cleanup(func() { _ = store.Close() })
+		engines := make([]meta.Engine, len(skews))
+		for i, skew := range skews {
+			engines[i] = kvmeta.New(sharedStore{store}, kvmeta.Options{ClockSkew: skew})
 		}
 		return engines
 	})

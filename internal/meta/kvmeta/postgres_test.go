@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"testing"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
@@ -68,5 +69,13 @@ func TestPostgresClients(t *testing.T) {
 	base := serviceURL(t, "SHOAL_TEST_PG")
 	metatest.RunClients(t, func(t *testing.T, n int) []meta.Engine {
 		return openSQLClients(t, pgSchema(t, base), n)
+	})
+}
+
+func TestPostgresClock(t *testing.T) {
+	t.Parallel() // network-bound: overlap with the other engines' tests
+	base := serviceURL(t, "SHOAL_TEST_PG")
+	metatest.RunClock(t, func(t *testing.T, skews []time.Duration) []meta.Engine {
+		return openSkewedSQL(t, pgSchema(t, base), skews)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -66,11 +67,28 @@ func TestRedisClients(t *testing.T) {
 	})
 }
 
+func TestRedisClock(t *testing.T) {
+	t.Parallel() // network-bound: overlap with the other engines' tests
+	base := serviceURL(t, "SHOAL_TEST_REDIS")
+	metatest.RunClock(t, func(t *testing.T, skews []time.Duration) []meta.Engine {
+		url := redisNamespace(t, base)
+		engines := make([]meta.Engine, len(skews))
+		for i, skew := range skews {
+			engines[i] = openRedisOptions(t, url, kvmeta.Options{ClockSkew: skew})
+		}
+		return engines
+	})
+}
+
 func openRedis(t *testing.T, url string) meta.Engine {
+	return openRedisOptions(t, url, kvmeta.Options{})
+}
+
+func openRedisOptions(t *testing.T, url string, opts kvmeta.Options) meta.Engine {
 	t.Helper()
 	store, err := rediskv.Open(context.Background(), url)
 	if err != nil {
 		t.Fatalf("open redis: %v", err)
 	}
-	return kvmeta.New(store, kvmeta.Options{})
+	return kvmeta.New(store, opts)
 }

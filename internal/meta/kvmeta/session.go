@@ -27,6 +27,22 @@ import (
 // meta.ErrSessionLost; then it releases the locks and purges the orphans,
 // one inode per transaction; then it deletes the session key. A reclaimer
 // that dies half-way leaves the mark, and the next one finishes the job.
+//
+// # When a session is dead
+//
+// Only on one clock, by the session's own rule: the record keeps the
+// timeout its client runs with, heartbeats stamp the engine's clock
+// (kv.Now: PostgreSQL's clock_timestamp(), Redis TIME, the local clock for
+// SQLite), and a reclaimer reads that same clock and ends a session only
+// when now − heartbeat > the session's own timeout, checked again inside
+// the transaction that marks it. The reclaimer's own timeout and clock
+// play no part (its timeout is the fallback for records written before
+// they kept one: max(it, meta.LegacySessionTimeout)). Rejected: stamping
+// each client's local clock (two machines' clocks compared, so a skewed
+// clock reclaims a live session) and judging by the reclaimer's timeout (a
+// 15 s mount reclaims a 60 s one after 15 s). Both let a lock have two
+// holders; the client keeps its side of the bargain by fencing itself
+// before its own timeout runs out (vfs, fence.go).
 
 var _ meta.Sessions = (*Engine)(nil)
 
@@ -46,15 +62,18 @@ func sessionIndexKey(kind byte, id meta.SessionID, ino meta.Ino) []byte {
 // from now on belong to the new session.
 func (e *Engine) BeginSession(ctx context.Context, info meta.SessionInfo) (meta.SessionID, error) {
 	var id meta.SessionID
-	now := time.Now().UTC()
-	err := e.store.Txn(ctx, func(tx kv.Tx) error {
+	now, err := e.engineNow(ctx)
+	if err != nil {
+		return 0, wrap(err, "begin session")
+	}
+	err = e.store.Txn(ctx, func(tx kv.Tx) error {
 		raw, err := tx.Get(counterKey(counterNextSession))
 		if err != nil {
 			return err
 		}
 		id = meta.SessionID(max(decodeInt(raw), 1))
 		tx.Set(counterKey(counterNextSession), encodeInt(int64(id)+1))
-		info.ID, info.Started, info.Heartbeat = id, now, now
+		info.ID, info.Started, info.Heartbeat = id, e.localNow(), now
 		return putSession(tx, sessionRecord{SessionInfo: info})
 	})
 	if err != nil {
@@ -85,16 +104,47 @@ func getSession(tx kv.Tx, id meta.SessionID) (*sessionRecord, error) {
 	return &rec, nil
 }
 
+// engineNow reads the engine's clock, which every session time is on.
+func (e *Engine) engineNow(ctx context.Context) (time.Time, error) {
+	now, err := kv.Now(ctx, e.store)
+	return now.UTC(), err
+}
+
+// localNow is this client's wall clock (Options.ClockSkew applied), for
+// what it says of itself: SessionInfo.Started.
+func (e *Engine) localNow() time.Time { return time.Now().Add(e.opts.ClockSkew).UTC() }
+
+// sessionTimeout is how long rec lives without a heartbeat: its own
+// timeout, or for a record without one the larger of fallback and
+// meta.LegacySessionTimeout.
+func sessionTimeout(rec meta.SessionInfo, fallback time.Duration) time.Duration {
+	if rec.Timeout > 0 {
+		return rec.Timeout
+	}
+	return max(fallback, meta.LegacySessionTimeout)
+}
+
+// expired reports whether rec is dead at engine time now.
+func expired(rec meta.SessionInfo, now time.Time, fallback time.Duration) bool {
+	return now.Sub(rec.Heartbeat) > sessionTimeout(rec, fallback)
+}
+
 // currentSession is the session this Engine works for (0: none).
 func (e *Engine) currentSession() meta.SessionID { return meta.SessionID(e.session.Load()) }
 
-// Heartbeat rewrites the session's heartbeat time.
+// Heartbeat rewrites the session's heartbeat time with the engine's
+// clock, read after the call started (so the stamp is never older than the
+// caller's start, which is what the caller's fence counts from).
 func (e *Engine) Heartbeat(ctx context.Context) error {
 	id := e.currentSession()
 	if id == 0 {
 		return meta.ErrSessionLost
 	}
-	err := e.store.Txn(ctx, func(tx kv.Tx) error {
+	now, err := e.engineNow(ctx)
+	if err != nil {
+		return wrap(err, "heartbeat session %d", id)
+	}
+	err = e.store.Txn(ctx, func(tx kv.Tx) error {
 		rec, err := getSession(tx, id)
 		if err != nil {
 			return err
@@ -102,7 +152,7 @@ func (e *Engine) Heartbeat(ctx context.Context) error {
 		if rec == nil || rec.Reclaiming {
 			return meta.ErrSessionLost
 		}
-		rec.Heartbeat = time.Now().UTC()
+		rec.Heartbeat = now
 		return putSession(tx, *rec)
 	})
 	if errors.Is(err, meta.ErrSessionLost) {
@@ -118,7 +168,7 @@ func (e *Engine) EndSession(ctx context.Context) error {
 	if id == 0 {
 		return nil
 	}
-	if err := e.endSession(ctx, id, 0); err != nil {
+	if _, err := e.endSession(ctx, id, false, 0); err != nil {
 		return err
 	}
 	e.session.CompareAndSwap(uint64(id), 0)
@@ -143,42 +193,58 @@ func (e *Engine) ListSessions(ctx context.Context) ([]meta.SessionInfo, error) {
 	return out, wrap(err, "list sessions")
 }
 
-// ReclaimSessions ends the other sessions that missed their heartbeats.
-func (e *Engine) ReclaimSessions(ctx context.Context, expiry time.Duration) (int, error) {
+// ReclaimSessions ends the other sessions that outlived their own timeout
+// on the engine's clock.
+func (e *Engine) ReclaimSessions(ctx context.Context, fallback time.Duration) (int, error) {
 	sessions, err := e.ListSessions(ctx)
 	if err != nil {
 		return 0, err
 	}
+	now, err := e.engineNow(ctx)
+	if err != nil {
+		return 0, wrap(err, "reclaim sessions")
+	}
 	ended := 0
 	for _, s := range sessions {
-		if s.ID == e.currentSession() || time.Since(s.Heartbeat) < expiry {
+		if s.ID == e.currentSession() || !expired(s, now, fallback) {
 			continue
 		}
-		if err := e.endSession(ctx, s.ID, expiry); err != nil {
+		ok, err := e.endSession(ctx, s.ID, true, fallback)
+		if err != nil {
 			return ended, err
 		}
-		ended++
+		if ok {
+			ended++
+		}
 	}
 	return ended, nil
 }
 
-// endSession marks session id reclaiming (when expiry > 0, only if it is
-// still expired), releases what it holds and deletes it. Safe to run from
-// several clients at once.
-func (e *Engine) endSession(ctx context.Context, id meta.SessionID, expiry time.Duration) error {
+// endSession marks session id reclaiming (when reclaim, only if it is
+// still dead, judged as ReclaimSessions does on a fresh reading of the
+// engine's clock), releases what it holds and deletes it, and reports
+// whether it did. Safe to run from several clients at once.
+func (e *Engine) endSession(ctx context.Context, id meta.SessionID, reclaim bool, fallback time.Duration) (bool, error) {
+	var now time.Time
+	if reclaim {
+		var err error
+		if now, err = e.engineNow(ctx); err != nil {
+			return false, wrap(err, "end session %d", id)
+		}
+	}
 	err := e.store.Txn(ctx, func(tx kv.Tx) error {
 		rec, err := getSession(tx, id)
 		if err != nil || rec == nil || rec.Reclaiming {
 			return err
 		}
-		if expiry > 0 && time.Since(rec.Heartbeat) < expiry {
+		if reclaim && !expired(rec.SessionInfo, now, fallback) {
 			return errStillAlive
 		}
 		rec.Reclaiming = true
 		return putSession(tx, *rec)
 	})
 	if err == errStillAlive {
-		return nil
+		return false, nil
 	}
 	if err == nil {
 		err = e.releaseSession(ctx, id)
@@ -186,7 +252,7 @@ func (e *Engine) endSession(ctx context.Context, id meta.SessionID, expiry time.
 	if err == nil {
 		err = e.store.Txn(ctx, func(tx kv.Tx) error { tx.Delete(sessionKey(id)); return nil })
 	}
-	return wrap(err, "end session %d", id)
+	return err == nil, wrap(err, "end session %d", id)
 }
 
 // errStillAlive stops a reclaim of a session that beat meanwhile.

@@ -25,12 +25,19 @@ func RunClients(t *testing.T, newClients ClientsFactory) {
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, newClients) })
 	t.Run("Quota", func(t *testing.T) { testQuotaClients(t, newClients) })
 	t.Run("DirQuota", func(t *testing.T) { testDirQuotaClients(t, newClients) })
+	t.Run("SessionTimeouts", func(t *testing.T) { testSessionTimeouts(t, newClients) })
 }
 
 // clients makes n formatted clients.
 func clients(t *testing.T, newClients ClientsFactory, n int) []*env {
 	t.Helper()
-	engines := newClients(t, n)
+	return formatClients(t, newClients(t, n))
+}
+
+// formatClients formats the store through the first engine and loads it
+// on the others.
+func formatClients(t *testing.T, engines []meta.Engine) []*env {
+	t.Helper()
 	out := make([]*env, len(engines))
 	for i, e := range engines {
 		t.Cleanup(func() { _ = e.Close() })

@@ -99,7 +99,7 @@ func testSessions(t *testing.T, newClients ClientsFactory) {
 	}
 	sb := b.e.(meta.Sessions)
 	la, lb := a.e.(meta.Locker), b.e.(meta.Locker)
-	idA, err := sa.BeginSession(a.ctx, meta.SessionInfo{Host: "a", Mountpoint: "/mnt/a", PID: 1})
+	idA, err := sa.BeginSession(a.ctx, meta.SessionInfo{Host: "a", Mountpoint: "/mnt/a", PID: 1, Timeout: 10 * time.Millisecond})
 	a.check(err, "begin session")
 	idB, err := sb.BeginSession(b.ctx, meta.SessionInfo{Host: "b", Mountpoint: "/mnt/b", PID: 2})
 	b.check(err, "begin session")

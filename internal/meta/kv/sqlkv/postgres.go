@@ -154,6 +154,8 @@ func (d *pgDialect) schema() []string {
 	}
 }
 
+func (d *pgDialect) clockQuery() string { return pgClock }
+
 func (d *pgDialect) lockSchema(c conn) error {
 	return c.execSQL("SELECT pg_advisory_xact_lock($1)", int64(schemaLockID))
 }

@@ -37,6 +37,9 @@ type dialect interface {
 	schema() []string
 	// lockSchema serializes schema set-up among clients, in c.
 	lockSchema(c conn) error
+	// clockQuery returns one integer, the server's clock in microseconds
+	// since the epoch; "" where the local clock is the database's.
+	clockQuery() string
 }
 
 // setupSchema creates the tables if absent and checks the version. It runs

@@ -103,3 +103,6 @@ func (d *sqliteDialect) schema() []string {
 // lockSchema: write transactions are IMMEDIATE, so the database is
 // already locked.
 func (d *sqliteDialect) lockSchema(conn) error { return nil }
+
+// clockQuery: the database file is on this machine; its clock is ours.
+func (d *sqliteDialect) clockQuery() string { return "" }
