@@ -20,6 +20,7 @@ import (
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
+	"shoal/internal/tlsconf"
 )
 
 // PostgreSQL pool bounds: enough connections for a busy mount's parallel
@@ -45,7 +46,7 @@ var _ dialect = (*pgDialect)(nil)
 func newPostgres(u *url.URL) (*pgDialect, error) {
 	cfg, err := pgx.ParseConfig(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("sqlkv: malformed postgres META-URL: %w", err)
+		return nil, fmt.Errorf("sqlkv: postgres META-URL: %w", err)
 	}
 	return &pgDialect{cfg: cfg}, nil
 }
@@ -72,6 +73,9 @@ func (d *pgDialect) open(ctx context.Context) (pool, error) {
 
 // connectError explains a failed first connection.
 func (d *pgDialect) connectError(err error) error {
+	if hint := tlsconf.Explain(err, d.hostPort(), "sslrootcert=FILE (with sslmode=verify-full)"); hint != "" {
+		return fmt.Errorf("sqlkv: PostgreSQL TLS: %s: %w", hint, err)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
