@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 )
@@ -67,17 +68,24 @@ func LoadCA(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// Explain describes a TLS failure in err for a server at host; caOption
-// names the setting that gives the CA (e.g. "sslrootcert=FILE"). It returns
-// "" when err is not a TLS failure.
-func Explain(err error, host, caOption string) string {
+// Hints names, for messages, the settings that give a backend its CA and
+// its client certificate (e.g. "sslrootcert=FILE"); Cert is "" when the
+// backend has none.
+type Hints struct {
+	CA, Cert string
+}
+
+// Explain describes a TLS failure in err for a server at host, saying
+// which setting fixes it. It returns "" when err is not a TLS failure.
+func Explain(err error, host string, h Hints) string {
 	var unknown x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	var record tls.RecordHeaderError
+	var remote *net.OpError // a TLS alert the server sent (crypto/tls wraps it so)
 	switch {
 	case errors.As(err, &unknown):
-		return fmt.Sprintf("the TLS certificate of %s is not signed by a trusted CA: give the CA that signed it with %s", host, caOption)
+		return fmt.Sprintf("the TLS certificate of %s is not signed by a trusted CA: give the CA that signed it with %s", host, h.CA)
 	case errors.As(err, &hostErr):
 		return fmt.Sprintf("the TLS certificate of %s is for %s, not %q: connect by a name the certificate lists, or have it reissued for %q",
 			host, certNames(hostErr.Certificate), hostErr.Host, hostErr.Host)
@@ -85,6 +93,10 @@ func Explain(err error, host, caOption string) string {
 		return fmt.Sprintf("the TLS certificate of %s is not valid (%s): renew it on the server", host, invalidReason(invalid))
 	case errors.As(err, &record):
 		return fmt.Sprintf("%s does not answer in TLS: is TLS enabled on the server, and is this its TLS port?", host)
+	case errors.As(err, &remote) && remote.Op == "remote error" && h.Cert != "":
+		return fmt.Sprintf("%s refused the TLS handshake (%v): if it checks client certificates, give one signed by a CA it trusts with %s", host, remote.Err, h.Cert)
+	case errors.As(err, &remote) && remote.Op == "remote error":
+		return fmt.Sprintf("%s refused the TLS handshake (%v)", host, remote.Err)
 	}
 	return ""
 }

@@ -45,6 +45,8 @@ func serve(t *testing.T, certFile, keyFile string) string {
 	return ln.Addr().String()
 }
 
+var hints = tlsconf.Hints{CA: "ca=FILE", Cert: "cert=FILE"}
+
 func dial(addr string, files tlsconf.Files, serverName string) error {
 	cfg, err := files.Config(serverName)
 	if err != nil {
@@ -82,7 +84,7 @@ func TestVerify(t *testing.T) {
 			t.Errorf("%s: handshake succeeded", c.name)
 			continue
 		}
-		if got := tlsconf.Explain(err, addr, "ca=FILE"); !strings.Contains(got, c.want) {
+		if got := tlsconf.Explain(err, addr, hints); !strings.Contains(got, c.want) {
 			t.Errorf("%s: Explain(%v) = %q, want it to contain %q", c.name, err, got, c.want)
 		}
 	}
@@ -94,10 +96,10 @@ func TestExplainPlainServer(t *testing.T) {
 	if err == nil {
 		t.Fatal("TLS handshake with a plain server succeeded")
 	}
-	if got := tlsconf.Explain(err, addr, "ca=FILE"); !strings.Contains(got, "does not answer in TLS") {
+	if got := tlsconf.Explain(err, addr, hints); !strings.Contains(got, "does not answer in TLS") {
 		t.Errorf("Explain(%v) = %q", err, got)
 	}
-	if got := tlsconf.Explain(os.ErrNotExist, addr, "ca=FILE"); got != "" {
+	if got := tlsconf.Explain(os.ErrNotExist, addr, hints); got != "" {
 		t.Errorf("Explain(non-TLS error) = %q, want empty", got)
 	}
 }
@@ -129,5 +131,48 @@ func TestFilesErrors(t *testing.T) {
 	cfg, err := tlsconf.Files{CA: ca.File, Cert: cert, Key: key}.Config("h")
 	if err != nil || cfg.RootCAs == nil || len(cfg.Certificates) != 1 || cfg.ServerName != "h" || cfg.InsecureSkipVerify {
 		t.Errorf("Config = %+v, %v", cfg, err)
+	}
+}
+
+// TestExplainClientRefused: a server that rejects the client's certificate
+// answers with an alert, explained with the client-certificate setting.
+func TestExplainClientRefused(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, dir, "ca")
+	other := tlstest.NewCA(t, dir, "other")
+	cert, key := ca.Issue(t, dir, "server", "127.0.0.1")
+	strangerCert, strangerKey := other.Issue(t, dir, "stranger", "client")
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := tlsconf.LoadCA(ca.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	cfg, err := tlsconf.Files{CA: ca.File, Cert: strangerCert, Key: strangerKey}.Config("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tls.Dial("tcp", ln.Addr().String(), cfg)
+	if err == nil { // TLS 1.3: the server's verdict arrives with the first read
+		_, err = c.Read(make([]byte, 1))
+		c.Close()
+	}
+	if got := tlsconf.Explain(err, "srv", hints); !strings.Contains(got, "srv refused the TLS handshake") || !strings.Contains(got, "with cert=FILE") {
+		t.Errorf("Explain(%v) = %q", err, got)
 	}
 }

@@ -262,5 +262,5 @@ func (s *Store) wrap(op, key string, err error) error {
 // tlsHint explains a failed TLS verification ("" for other errors). It
 // cannot succeed on a retry, so callers treat it as permanent.
 func (s *Store) tlsHint(err error) string {
-	return tlsconf.Explain(err, s.cfg.Endpoint, "?ca=FILE on the bucket URL or "+EnvCABundle)
+	return tlsconf.Explain(err, s.cfg.Endpoint, tlsconf.Hints{CA: "?ca=FILE on the bucket URL or " + EnvCABundle})
 }

@@ -78,7 +78,7 @@ func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, er
 	s.client = redis.NewUniversalClient(&c.opts)
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		_ = s.client.Close()
-		if hint := tlsconf.Explain(err, strings.Join(c.opts.Addrs, ","), "?ca=FILE in the META-URL"); hint != "" {
+		if hint := tlsconf.Explain(err, strings.Join(c.opts.Addrs, ","), tlsconf.Hints{CA: "?ca=FILE in the META-URL", Cert: "cert=FILE&key=FILE"}); hint != "" {
 			return nil, fmt.Errorf("rediskv: %s: %s: %w", s.name, hint, err)
 		}
 		if classify(err) == kv.Unavailable {

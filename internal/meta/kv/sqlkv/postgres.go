@@ -73,7 +73,7 @@ func (d *pgDialect) open(ctx context.Context) (pool, error) {
 
 // connectError explains a failed first connection.
 func (d *pgDialect) connectError(err error) error {
-	if hint := tlsconf.Explain(err, d.hostPort(), "sslrootcert=FILE (with sslmode=verify-full)"); hint != "" {
+	if hint := tlsconf.Explain(err, d.hostPort(), tlsconf.Hints{CA: "sslrootcert=FILE (with sslmode=verify-full)", Cert: "sslcert=FILE&sslkey=FILE"}); hint != "" {
 		return fmt.Errorf("sqlkv: PostgreSQL TLS: %s: %w", hint, err)
 	}
 	var pgErr *pgconn.PgError
