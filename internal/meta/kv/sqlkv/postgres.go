@@ -46,7 +46,7 @@ var _ dialect = (*pgDialect)(nil)
 func newPostgres(u *url.URL) (*pgDialect, error) {
 	cfg, err := pgx.ParseConfig(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("sqlkv: postgres META-URL: %w", err)
+		return nil, fmt.Errorf("sqlkv: malformed postgres META-URL: %w", err)
 	}
 	return &pgDialect{cfg: cfg}, nil
 }
