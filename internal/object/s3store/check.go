@@ -79,6 +79,9 @@ func (s *Store) probe(ctx context.Context) error {
 
 // explain classifies err from a request into one of Check's errors.
 func (s *Store) explain(err error) error {
+	if hint := s.tlsHint(err); hint != "" {
+		return fmt.Errorf("%w %s: %s: %w", ErrUnreachable, s.endpointURL(), hint, err)
+	}
 	switch code(err) {
 	case "":
 		var netErr net.Error

@@ -40,6 +40,10 @@ type Config struct {
 	MaxRetries int
 	// CreateBucket lets Check create the bucket when it is missing.
 	CreateBucket bool
+	// CAFile is a PEM bundle of the CAs that may sign the https server's
+	// certificate, replacing the system roots; "" keeps the system roots.
+	// ParseURL fills it from ca= or else AWS_CA_BUNDLE.
+	CAFile string
 }
 
 // String describes the bucket without credentials.
@@ -81,8 +85,15 @@ func ParseURL(raw string) (Config, error) {
 		c.SecretKey, _ = u.User.Password()
 	}
 	c.fromEnv()
+	if c.CAFile == "" && c.Secure {
+		c.CAFile = os.Getenv(EnvCABundle)
+	}
 	return c, nil
 }
+
+// EnvCABundle names the environment variable holding a CA bundle for https
+// endpoints (the AWS SDKs' name), used when the URL has no ca=.
+const EnvCABundle = "AWS_CA_BUNDLE"
 
 // parseHTTP handles http(s)://host/bucket/prefix and AWS virtual hosts.
 func parseHTTP(u *url.URL) (Config, error) {
@@ -147,12 +158,18 @@ func awsVirtualHost(host string) (bucket, endpoint, region string, ok bool) {
 	return bucket, endpoint, region, true
 }
 
-// applyQuery reads region= and style= parameters.
+// applyQuery reads region=, style= and ca= parameters.
 func applyQuery(c *Config, q url.Values) error {
 	for k := range q {
-		if k != "region" && k != "style" {
-			return fmt.Errorf("unknown parameter %q (known: region, style)", k)
+		if k != "region" && k != "style" && k != "ca" {
+			return fmt.Errorf("unknown parameter %q (known: region, style, ca)", k)
 		}
+	}
+	if ca := q.Get("ca"); ca != "" {
+		if !c.Secure {
+			return errors.New("ca= needs an https endpoint")
+		}
+		c.CAFile = ca
 	}
 	if r := q.Get("region"); r != "" {
 		c.Region = r

@@ -10,6 +10,7 @@ func TestParseURL(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_REGION", "")
 	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv(EnvCABundle, "")
 	cases := []struct {
 		url  string
 		want Config

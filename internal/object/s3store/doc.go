@@ -13,7 +13,11 @@
 //	https://host/bucket?style=virtual&region=r        bucket addressed as bucket.host
 //
 // Query parameters: region=<name> sets the signing region; style=path or
-// style=virtual forces the addressing style. Credentials come, first found
+// style=virtual forces the addressing style; ca=<file> (https only) names a
+// PEM bundle of the CAs that may sign the server's certificate, in place of
+// the system roots (AWS_CA_BUNDLE does the same when ca= is absent). The
+// server's name is always verified; a certificate that fails is explained
+// and not retried (see tlsconf). Credentials come, first found
 // first, from Config fields set by the caller (command-line flags), the
 // URL's user info (http://KEY:SECRET@host/bucket — avoid in stored
 // configuration), SHOAL_S3_ACCESS_KEY/SHOAL_S3_SECRET_KEY, or
@@ -46,5 +50,6 @@
 // A Put that fails leaves nothing new visible: S3 stores an object only
 // when the whole request body arrived.
 //
-// Import rules: s3store imports object, minio-go and the standard library.
+// Import rules: s3store imports object, tlsconf, minio-go and the standard
+// library.
 package s3store

@@ -16,6 +16,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"shoal/internal/object"
+	"shoal/internal/tlsconf"
 )
 
 // maxBuffered is the largest Put body read into memory first (so minio-go
@@ -48,6 +49,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	tr, err := minio.DefaultTransport(cfg.Secure)
 	if err != nil {
 		return nil, fmt.Errorf("s3store: transport: %w", err)
+	}
+	if cfg.CAFile != "" {
+		if !cfg.Secure {
+			return nil, fmt.Errorf("s3store: %s: a CA bundle needs an https endpoint", cfg)
+		}
+		if err := (tlsconf.Files{CA: cfg.CAFile}).Apply(tr.TLSClientConfig); err != nil {
+			return nil, fmt.Errorf("s3store: %s: %w", cfg, err)
+		}
 	}
 	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	tr.MaxIdleConnsPerHost = 64
@@ -240,9 +249,18 @@ func (s *Store) wrap(op, key string, err error) error {
 	if code(err) == "NoSuchKey" {
 		return fmt.Errorf("s3store: %s %q: %w", op, key, object.ErrNotExist)
 	}
+	if hint := s.tlsHint(err); hint != "" {
+		return object.Permanent(fmt.Errorf("s3store: %s %q in %s: %s: %w", op, key, s.cfg, hint, err))
+	}
 	err = fmt.Errorf("s3store: %s %q in %s: %w", op, key, s.cfg, err)
 	if st := status(err); st >= 400 && st < 500 && st != http.StatusRequestTimeout && st != http.StatusTooManyRequests {
 		return object.Permanent(err)
 	}
 	return err
+}
+
+// tlsHint explains a failed TLS verification ("" for other errors). It
+// cannot succeed on a retry, so callers treat it as permanent.
+func (s *Store) tlsHint(err error) string {
+	return tlsconf.Explain(err, s.cfg.Endpoint, tlsconf.Hints{CA: "?ca=FILE on the bucket URL or " + EnvCABundle})
 }

@@ -17,6 +17,14 @@
 //	cluster=true          Cluster mode for a redis:// URL
 //	sentinel_password=P   password of the Sentinels (the one in the
 //	                      URL's user part is the master's)
+//	ca=FILE               rediss only: PEM CA certificate(s) the server's
+//	                      certificate must chain to, instead of the
+//	                      system roots
+//	cert=FILE, key=FILE   rediss only: client certificate and key, for a
+//	                      server that requires them (tls-auth-clients yes)
+//
+// Over TLS the server's certificate is always verified against the host
+// of the (first) address; there is no option to skip that (see tlsconf).
 //
 // # Layout
 //
@@ -70,6 +78,6 @@
 // go-redis's own command retries are off: a command resent on a fresh
 // connection would run without the transaction's WATCHes.
 //
-// Import rules: rediskv imports kv, meta (sentinel errors) and go-redis;
+// Import rules: rediskv imports kv, meta (sentinel errors), tlsconf and go-redis;
 // only the META-URL dispatcher (kvopen) and tests import rediskv.
 package rediskv

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
+	"shoal/internal/tlsconf"
 )
 
 // DefaultRetryTimeout bounds how long one Txn or View keeps retrying
@@ -76,6 +78,9 @@ func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, er
 	s.client = redis.NewUniversalClient(&c.opts)
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		_ = s.client.Close()
+		if hint := tlsconf.Explain(err, strings.Join(c.opts.Addrs, ","), tlsconf.Hints{CA: "?ca=FILE in the META-URL", Cert: "cert=FILE&key=FILE"}); hint != "" {
+			return nil, fmt.Errorf("rediskv: %s: %s: %w", s.name, hint, err)
+		}
 		if classify(err) == kv.Unavailable {
 			return nil, fmt.Errorf("rediskv: cannot connect to Redis: is the server running at %v? %w (%w)", c.opts.Addrs, meta.ErrUnavailable, err)
 		}

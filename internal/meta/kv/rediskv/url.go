@@ -1,7 +1,6 @@
 package rediskv
 
 import (
-	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"shoal/internal/tlsconf"
 )
 
 // DefaultNamespace names the keys of a store whose URL sets no ns.
@@ -22,6 +23,7 @@ type config struct {
 	retry   time.Duration // 0: the Options or default bound
 	cluster bool
 	display string // the URL without password or query, for Name
+	tls     tlsconf.Files
 }
 
 // Query parameters a META-URL may carry.
@@ -30,6 +32,9 @@ const (
 	paramRetry        = "retry_timeout"
 	paramCluster      = "cluster"
 	paramSentinelPass = "sentinel_password"
+	paramCA           = "ca"
+	paramCert         = "cert"
+	paramKey          = "key"
 )
 
 // parseURL parses the forms listed in the package doc. It is written by
@@ -63,9 +68,8 @@ func parseURL(raw string) (*config, error) {
 	if err := c.setPath(path, sentinel); err != nil {
 		return nil, err
 	}
-	if tlsOn {
-		host, _, _ := net.SplitHostPort(c.opts.Addrs[0])
-		c.opts.TLSConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	if err := c.setTLS(tlsOn); err != nil {
+		return nil, err
 	}
 	c.display = base + "://" + userPrefix(c.opts.Username) + strings.Join(c.opts.Addrs, ",") + path
 	return c, nil
@@ -162,7 +166,25 @@ func (c *config) setPath(path string, sentinel bool) error {
 	return nil
 }
 
-// setQuery takes ns, retry_timeout, cluster and sentinel_password.
+// setTLS builds the TLS settings of a rediss URL from ca, cert and key.
+func (c *config) setTLS(tlsOn bool) error {
+	if !tlsOn {
+		if !c.tls.Empty() {
+			return fmt.Errorf("rediskv: META-URL parameters ca, cert and key need TLS: use rediss://")
+		}
+		return nil
+	}
+	host, _, _ := net.SplitHostPort(c.opts.Addrs[0])
+	cfg, err := c.tls.Config(host)
+	if err != nil {
+		return fmt.Errorf("rediskv: META-URL: %w", err)
+	}
+	c.opts.TLSConfig = cfg
+	return nil
+}
+
+// setQuery takes ns, retry_timeout, cluster, sentinel_password, ca, cert
+// and key.
 func (c *config) setQuery(rawQuery string) error {
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
@@ -190,8 +212,14 @@ func (c *config) setQuery(rawQuery string) error {
 			c.cluster = c.cluster || on
 		case paramSentinelPass:
 			c.opts.SentinelPassword = v
+		case paramCA:
+			c.tls.CA = v
+		case paramCert:
+			c.tls.Cert = v
+		case paramKey:
+			c.tls.Key = v
 		default:
-			return fmt.Errorf("rediskv: unknown META-URL parameter %q (known: ns, retry_timeout, cluster, sentinel_password)", name)
+			return fmt.Errorf("rediskv: unknown META-URL parameter %q (known: ns, retry_timeout, cluster, sentinel_password, ca, cert, key)", name)
 		}
 	}
 	return nil

@@ -68,11 +68,17 @@
 // occasional false-positive 40001 failures, which the txn helper retries.
 // Writes are INSERT ... ON CONFLICT (k) DO UPDATE. A META-URL may carry
 // libpq parameters (sslmode, search_path to keep several volumes in one
-// database, ...) which pgx passes on.
+// database, ...) which pgx passes on. For TLS that means
+// sslmode=verify-full&sslrootcert=CA.pem (plus sslcert= and sslkey= for a
+// client certificate): verify-full checks both the CA and the host name;
+// the default, prefer, encrypts when it can but verifies nothing. A
+// failed verification is explained (tlsconf.Explain) rather than reported
+// as an unreachable server.
 //
 // # Import rules
 //
-// sqlkv imports kv, meta (for its sentinel errors) and the SQL drivers;
+// sqlkv imports kv, meta (for its sentinel errors), tlsconf (messages) and
+// the SQL drivers;
 // nothing in Shoal imports sqlkv except the META-URL dispatcher (kvopen)
 // and tests.
 package sqlkv

@@ -20,6 +20,7 @@ import (
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
+	"shoal/internal/tlsconf"
 )
 
 // PostgreSQL pool bounds: enough connections for a busy mount's parallel
@@ -72,6 +73,9 @@ func (d *pgDialect) open(ctx context.Context) (pool, error) {
 
 // connectError explains a failed first connection.
 func (d *pgDialect) connectError(err error) error {
+	if hint := tlsconf.Explain(err, d.hostPort(), tlsconf.Hints{CA: "sslrootcert=FILE (with sslmode=verify-full)", Cert: "sslcert=FILE&sslkey=FILE"}); hint != "" {
+		return fmt.Errorf("sqlkv: PostgreSQL TLS: %s: %w", hint, err)
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {

@@ -1,0 +1,12 @@
+package tls
+
+import (
+	"os"
+	"testing"
+
+	"shoal/internal/testutil"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testutil.Main(m))
+}
