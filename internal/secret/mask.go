@@ -16,7 +16,7 @@ const Masked = "xxxxx"
 var userinfoPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:)([^@\s/]*)@`)
 
 // queryPassword matches password=VALUE in a URL query or a key=value DSN.
-var queryPassword = regexp.MustCompile(`(?i)(\bpassword=)([^&\s]*)`)
+var queryPassword = regexp.MustCompile(`(?i)(password=)([^&\s]*)`)
 
 var (
 	mu     sync.Mutex
@@ -70,50 +70,69 @@ func Has(raw string) bool {
 	return pw != ""
 }
 
+// authority splits raw into scheme://, user info (without '@'; ok false
+// if none) and the rest (hosts, path, query). Hosts may be a list
+// (redis+sentinel://h1:26379,h2:26379/...), which net/url refuses.
+func authority(raw string) (head, userinfo, rest string, hasUser, ok bool) {
+	i := strings.Index(raw, "://")
+	if i <= 0 {
+		return "", "", "", false, false
+	}
+	head, tail := raw[:i+3], raw[i+3:]
+	end := strings.IndexAny(tail, "/?#")
+	if end < 0 {
+		end = len(tail)
+	}
+	at := strings.LastIndexByte(tail[:end], '@')
+	if at < 0 {
+		return head, "", tail, false, true
+	}
+	return head, tail[:at], tail[at+1:], true, true
+}
+
 // Split returns raw without the password of its user info, and that
-// password ("" if none, or if raw is not a URL).
+// password, unescaped ("" if none, or if raw is not a URL).
 func Split(raw string) (stripped, password string) {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	head, ui, rest, hasUser, ok := authority(raw)
+	if !ok || !hasUser {
 		return raw, ""
 	}
-	pw, ok := u.User.Password()
-	if !ok {
+	user, pw, found := strings.Cut(ui, ":")
+	if !found {
 		return raw, ""
 	}
-	u.User = url.User(u.User.Username())
-	return u.String(), pw
+	if p, err := url.PathUnescape(pw); err == nil {
+		pw = p
+	}
+	if user == "" {
+		return head + rest, pw
+	}
+	return head + user + "@" + rest, pw
 }
 
 // StripUserinfo returns raw without any user info (user name and
 // password), and whether it had some.
 func StripUserinfo(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	head, _, rest, hasUser, ok := authority(raw)
+	if !ok || !hasUser {
 		return raw, false
 	}
-	u.User = nil
-	return u.String(), true
+	return head + rest, true
 }
 
 // WithPassword returns raw with password in its user info, unless raw has
-// a password already, password is empty, or raw has no host part (such as
+// a password already, password is empty, or raw has no host (such as
 // sqlite:///path): then raw unchanged.
 func WithPassword(raw, password string) string {
-	if password == "" {
+	head, ui, rest, hasUser, ok := authority(raw)
+	if password == "" || !ok || rest == "" || rest[0] == '/' || strings.Contains(ui, ":") {
 		return raw
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return raw
-	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			return raw
+	user := ""
+	if hasUser {
+		if u, err := url.PathUnescape(ui); err == nil {
+			user = u
 		}
-		u.User = url.UserPassword(u.User.Username(), password)
-	} else {
-		u.User = url.UserPassword("", password)
 	}
-	return u.String()
+	return head + url.UserPassword(user, password).String() + "@" + rest
 }

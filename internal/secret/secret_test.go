@@ -43,6 +43,10 @@ func TestSplitAndWithPassword(t *testing.T) {
 	if got := WithPassword("redis://127.0.0.1:6379/0", "pw"); got != "redis://:pw@127.0.0.1:6379/0" {
 		t.Fatalf("WithPassword(redis) = %q", got)
 	}
+	odd := WithPassword("redis+sentinel://h1:26379,h2:26379/0?master=m", "a@b:c/d")
+	if s, pw := Split(odd); pw != "a@b:c/d" || s != "redis+sentinel://h1:26379,h2:26379/0?master=m" {
+		t.Fatalf("round trip through %q = %q, %q", odd, s, pw)
+	}
 	for _, keep := range []string{"postgres://u:own@h/db", "sqlite:///a/b.db"} {
 		if got := WithPassword(keep, "env"); got != keep {
 			t.Fatalf("WithPassword(%q) = %q", keep, got)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"shoal/internal/object"
 )
@@ -56,7 +55,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		lookup = minio.BucketLookupDNS
 	}
 	client, err := minio.New(cfg.Endpoint, &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken),
+		Creds:        cfg.credentials(),
 		Secure:       cfg.Secure,
 		Transport:    tr,
 		Region:       cfg.Region,
