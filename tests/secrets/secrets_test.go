@@ -34,12 +34,12 @@ func TestNoSecretShows(t *testing.T) {
 	wrong := "WrongPw" + randomHex(12)
 	dir := t.TempDir()
 	var ev evidence
+	defer ev.check(t, password, s3Secret, wrong) // also after a fatal step
 
 	formatAndMount(t, &ev, pwURL, bucket, credBucket, dir)
 	everyCommand(t, &ev, bare, pwURL, password, credBucket, wrong, dir)
 	storedSettings(t, &ev, pwURL)
 	legacySettings(t, &ev, pwURL, credBucket, dir)
-	ev.check(t, password, s3Secret, wrong)
 }
 
 // formatAndMount formats (refusing credentials in the bucket URL), mounts
@@ -87,7 +87,9 @@ func everyCommand(t *testing.T, ev *evidence, bare, pwURL, password, credBucket,
 	if res := ev.shoal(t, nil, "status", withPassword(t, bare, wrong)); res.Code == 0 {
 		t.Errorf("status with a wrong password succeeded")
 	}
-	ev.must(t, []string{"SHOAL_META_PASSWORD=" + password}, "status", bare)
+	if res := ev.shoal(t, []string{"SHOAL_META_PASSWORD=" + password}, "status", bare); res.Code != 0 {
+		t.Errorf("status with the password in SHOAL_META_PASSWORD: exit %d\n%s", res.Code, res.Stderr)
+	}
 	pwFile := filepath.Join(dir, "pw")
 	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -99,7 +101,9 @@ func everyCommand(t *testing.T, ev *evidence, bare, pwURL, password, credBucket,
 	if err := os.Chmod(pwFile, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ev.must(t, nil, "status", "--meta-password-file", pwFile, bare)
+	if res := ev.shoal(t, nil, "status", "--meta-password-file", pwFile, bare); res.Code != 0 {
+		t.Errorf("status with a password file: exit %d\n%s", res.Code, res.Stderr)
+	}
 	// A foreground mount given the password in its URL masks its argv.
 	mp := filepath.Join(dir, "fg")
 	if err := os.Mkdir(mp, 0o755); err != nil {

@@ -137,7 +137,7 @@ func (e *evidence) check(t *testing.T, secrets ...string) {
 		}
 	}
 	if len(e.items) < 20 {
-		t.Fatalf("only %d places searched: the test lost its evidence", len(e.items))
+		t.Errorf("only %d places searched: the test lost its evidence", len(e.items))
 	}
 }
 
