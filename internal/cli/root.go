@@ -46,7 +46,7 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 	var passwordFile string
 	root.PersistentFlags().StringVar(&passwordFile, "meta-password-file", "",
 		"read the metadata engine's password from this file (mode 600; or set "+secret.PasswordEnv+")")
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return usePasswordFile(passwordFile) }
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prepareSecrets(passwordFile) }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
@@ -67,10 +67,12 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 	return root
 }
 
-// usePasswordFile makes the password in path (if any) the engine password
-// of this process and of the mount's background child, through the
-// environment variable the engines read.
-func usePasswordFile(path string) error {
+// prepareSecrets registers the secrets of the environment for masking,
+// and makes the password in path (if any) the engine password of this
+// process and of the mount's background child, through the environment
+// variable the engines read.
+func prepareSecrets(path string) error {
+	secret.Register(os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"), os.Getenv("SHOAL_S3_SECRET_KEY"))
 	if path == "" {
 		secret.EnvPassword() // registers it for masking
 		return nil

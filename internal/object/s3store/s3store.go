@@ -33,7 +33,9 @@ type Store struct {
 var _ object.Store = (*Store)(nil)
 
 // New returns a store for cfg. It checks the configuration but makes no
-// request; call Check to verify the bucket is reachable and writable.
+// request to the store (without keys in cfg it asks the credential chain
+// once, see the package doc); call Check to verify the bucket is
+// reachable and writable.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Endpoint == "" || cfg.Bucket == "" {
 		return nil, fmt.Errorf("s3store: endpoint and bucket are required (got %q, %q)", cfg.Endpoint, cfg.Bucket)
