@@ -5,6 +5,10 @@ import (
 	"os"
 
 	"shoal/internal/cli"
+	"shoal/internal/secret"
 )
 
-func main() { os.Exit(cli.Main(os.Args)) }
+func main() {
+	secret.MaskArgv() // before anything else: ps shows no password
+	os.Exit(cli.Main(os.Args))
+}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"shoal/internal/secret"
 )
 
 // readyEnv names the file descriptor a background mount reports on.
@@ -31,13 +33,15 @@ func (r *readyPipe) ok() {
 }
 
 func (r *readyPipe) fail(err error) {
-	_, _ = r.f.WriteString(err.Error())
+	_, _ = r.f.WriteString(secret.Mask(err.Error()))
 	_ = r.f.Close()
 }
 
 // daemonize re-runs this command without --background in a new session,
 // logging to a file, and waits until the child reports the mount ready.
-func daemonize(mp string, o mountOptions, out io.Writer) error {
+// A password in metaURL reaches the child in its environment
+// (SHOAL_META_PASSWORD, readable only by the owner and root), not argv.
+func daemonize(metaURL, mp string, o mountOptions, out io.Writer) error {
 	logPath := o.logFile
 	if logPath == "" {
 		logPath = filepath.Join(os.TempDir(), "shoal-mount-"+strings.ReplaceAll(strings.Trim(mp, "/"), "/", "_")+".log")
@@ -56,8 +60,12 @@ func daemonize(mp string, o mountOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(exe, childArgs(os.Args[1:], logPath)...)
+	args, password := childArgs(os.Args[1:], metaURL, logPath)
+	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), readyEnv+"=3")
+	if password != "" {
+		cmd.Env = append(cmd.Env, secret.PasswordEnv+"="+password)
+	}
 	cmd.ExtraFiles = []*os.File{w}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -80,15 +88,19 @@ func daemonize(mp string, o mountOptions, out io.Writer) error {
 	return nil
 }
 
-// childArgs drops --background from args and points the log at logPath.
-func childArgs(args []string, logPath string) []string {
+// childArgs drops --background from args, takes the password out of
+// metaURL (returning it) and points the log at logPath.
+func childArgs(args []string, metaURL, logPath string) ([]string, string) {
+	stripped, password := secret.Split(metaURL)
 	out := make([]string, 0, len(args)+2)
 	for _, a := range args {
 		switch {
 		case a == "--background" || a == "-d" || strings.HasPrefix(a, "--background="):
+		case a == metaURL:
+			out = append(out, stripped)
 		default:
 			out = append(out, a)
 		}
 	}
-	return append(out, "--log", logPath)
+	return append(out, "--log", logPath), password
 }

@@ -2,4 +2,11 @@
 // cobra command built by a newXxxCmd function and listed in root.go. Main is
 // a plain function so tests can call it. Only this package calls os.Exit
 // (through cmd/shoal), and exit codes live in exitcode.go.
+//
+// Secrets (package secret): cmd/shoal masks the process's argv before
+// Main runs; every command registers the secrets of its environment and
+// --meta-password-file, prints META-URLs and bucket URLs through
+// secret.Mask, and Main masks the final error; the mount's logger masks
+// every logged string and error; mount --background hands a URL password
+// to its child in the environment (SHOAL_META_PASSWORD), never in argv.
 package cli

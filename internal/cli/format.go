@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"shoal/internal/secret"
 	"shoal/internal/volume"
 )
 
@@ -16,19 +17,25 @@ func newFormatCmd() *cobra.Command {
 		Short: "Create a volume: its settings in the metadata engine, its data in an object store",
 		Long: `Create a volume. META-URL names the metadata engine:
   sqlite:///var/lib/shoal/meta.db            embedded SQLite (one machine)
-  postgres://user:pass@host:5432/shoal       PostgreSQL (many machines)
-  redis://:pass@host:6379/1                  Redis (many machines; also rediss://,
+  postgres://user@host:5432/shoal            PostgreSQL (many machines)
+  redis://host:6379/1                        Redis (many machines; also rediss://,
                                              redis+sentinel://, redis+cluster://)
+The engine's password comes from SHOAL_META_PASSWORD, --meta-password-file
+(mode 600) or the URL (user:pass@; masked in output, but briefly visible to
+ps while the command starts).
 The object store holds the file data:
   --storage file --bucket DIR                a local directory (with SQLite it
                                              defaults to "objects" beside the database)
   --storage s3 --bucket http://host:9000/b   any S3-compatible store; credentials from
-                                             AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+                                             AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY,
+                                             ~/.aws/credentials or an instance profile,
+                                             never from the bucket URL
 
 format checks that the object store is reachable and writable before it
 writes anything, and refuses to overwrite an existing volume unless --force.`,
 		Example: `  shoal format sqlite:///var/lib/shoal/meta.db
-  shoal format postgres://shoal:secret@db1:5432/shoal --storage s3 --bucket http://s3.lan:9000/shoal
+  SHOAL_META_PASSWORD=... AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... \
+    shoal format postgres://shoal@db1:5432/shoal --storage s3 --bucket http://s3.lan:9000/shoal
   shoal format sqlite:///srv/meta.db --storage file --bucket /srv/objects --block-size 1M`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,7 +45,7 @@ writes anything, and refuses to overwrite an existing volume unless --force.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "formatted volume %q (uuid %s)\n  metadata: %s\n  data:     %s %s (blocks of %s)\nmount it with: shoal mount %s MOUNTPOINT\n",
-				f.Name, f.UUID, args[0], f.Storage, f.Bucket, humanBytes(int64(f.BlockSize)), args[0])
+				f.Name, f.UUID, secret.Mask(args[0]), f.Storage, secret.Mask(f.Bucket), humanBytes(int64(f.BlockSize)), secret.Mask(args[0]))
 			return nil
 		},
 	}

@@ -14,6 +14,7 @@ import (
 	"shoal/internal/backup"
 	"shoal/internal/meta"
 	"shoal/internal/object/objopen"
+	"shoal/internal/secret"
 	"shoal/internal/volume"
 )
 
@@ -63,7 +64,8 @@ An interrupted load leaves the engine unformatted: empty it (delete the
 SQLite file, drop the schema) and load again.`,
 		Example: `  shoal load sqlite:///var/lib/shoal/new.db /backup/shoal.dump.zst
   shoal load sqlite:///var/lib/shoal/new.db /var/lib/shoal/objects/meta-backup/20261122T010000Z.dump.zst
-  shoal load --storage s3 --bucket https://KEY:SECRET@s3.example.com/shoal postgres://db/shoal latest`,
+  AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... SHOAL_META_PASSWORD=... \
+    shoal load --storage s3 --bucket https://s3.example.com/shoal postgres://shoal@db/shoal latest`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error { return runLoad(cmd, args[0], args[1], f) },
 	}
@@ -146,7 +148,7 @@ func refuseFormatted(ctx context.Context, eng meta.Engine, metaURL string) error
 	vf, err := eng.Load(ctx)
 	switch {
 	case err == nil:
-		return fmt.Errorf("load: %s already holds volume %q (uuid %s): load only into an empty engine (a new SQLite file, an empty PostgreSQL schema, an unused Redis database)", metaURL, vf.Name, vf.UUID)
+		return fmt.Errorf("load: %s already holds volume %q (uuid %s): load only into an empty engine (a new SQLite file, an empty PostgreSQL schema, an unused Redis database)", secret.Mask(metaURL), vf.Name, vf.UUID)
 	case errors.Is(err, meta.ErrNotFormatted):
 		return nil
 	}
@@ -190,7 +192,7 @@ func openDump(ctx context.Context, cmd *cobra.Command, file string, f *loadFlags
 func openBackupObject(ctx context.Context, key string, f *loadFlags) (io.ReadCloser, int64, error) {
 	store, err := objopen.Open(ctx, f.storage, f.bucket)
 	if err != nil {
-		return nil, 0, fmt.Errorf("load: opening the object store (%s %s): %w", f.storage, f.bucket, err)
+		return nil, 0, fmt.Errorf("load: opening the object store (%s %s): %w", f.storage, secret.Mask(f.bucket), err)
 	}
 	if key == "latest" {
 		list, err := backup.List(ctx, store)

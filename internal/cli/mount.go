@@ -21,6 +21,7 @@ import (
 	"shoal/internal/fusefs"
 	"shoal/internal/identity"
 	"shoal/internal/meta"
+	"shoal/internal/secret"
 	"shoal/internal/vfs"
 	"shoal/internal/volume"
 )
@@ -101,7 +102,7 @@ func runMount(ctx context.Context, metaURL, mp string, o mountOptions, out io.Wr
 	}
 	ready := readyFromEnv()
 	if o.background && ready == nil {
-		return daemonize(abs, o, out)
+		return daemonize(metaURL, abs, o, out)
 	}
 	err = serve(ctx, metaURL, abs, o, ready)
 	if err != nil && ready != nil {
@@ -227,9 +228,22 @@ func openLogger(path string, debug bool) (*slog.Logger, func(), error) {
 		}
 		w, closeFn = f, func() { f.Close() }
 	}
-	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: maskAttr}))
 	slog.SetDefault(logger)
 	return logger, closeFn, nil
+}
+
+// maskAttr hides secrets in logged strings and errors.
+func maskAttr(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindString:
+		a.Value = slog.StringValue(secret.Mask(a.Value.String()))
+	case slog.KindAny:
+		if err, ok := a.Value.Any().(error); ok {
+			a.Value = slog.StringValue(secret.Mask(err.Error()))
+		}
+	}
+	return a
 }
 
 // startCPUProfile profiles the process until the returned func is called.

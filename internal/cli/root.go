@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"shoal/internal/secret"
 )
 
 // Version is the shoal release, reported by --version and in sessions.
@@ -20,7 +22,7 @@ func Main(args []string) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(os.Stderr, "shoal: %v\n", err)
+	fmt.Fprintf(os.Stderr, "shoal: %s\n", secret.Mask(err.Error()))
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -41,6 +43,10 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	var passwordFile string
+	root.PersistentFlags().StringVar(&passwordFile, "meta-password-file", "",
+		"read the metadata engine's password from this file (mode 600; or set "+secret.PasswordEnv+")")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return prepareSecrets(passwordFile) }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})
@@ -59,4 +65,22 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newBenchCmd(),
 	)
 	return root
+}
+
+// prepareSecrets registers the secrets of the environment for masking,
+// and makes the password in path (if any) the engine password of this
+// process and of the mount's background child, through the environment
+// variable the engines read.
+func prepareSecrets(path string) error {
+	secret.Register(os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"), os.Getenv("SHOAL_S3_SECRET_KEY"))
+	if path == "" {
+		secret.EnvPassword() // registers it for masking
+		return nil
+	}
+	pw, err := secret.PasswordFile(path)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	secret.Register(pw)
+	return os.Setenv(secret.PasswordEnv, pw)
 }

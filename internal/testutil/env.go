@@ -15,8 +15,9 @@ const (
 	EnvPG = "SHOAL_TEST_PG"
 	// EnvRedis is a Redis URL for tests, e.g. redis://127.0.0.1:6379/1.
 	EnvRedis = "SHOAL_TEST_REDIS"
-	// EnvS3 is an S3 endpoint URL with credentials for tests, e.g.
-	// http://KEY:SECRET@127.0.0.1:9000/bucket.
+	// EnvS3 is an S3 bucket URL for tests, e.g.
+	// http://127.0.0.1:9000/bucket; the credentials come from
+	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (never from the URL).
 	EnvS3 = "SHOAL_TEST_S3"
 	// EnvBinary, when set, is a prebuilt shoal binary used instead of
 	// building ./cmd/shoal.

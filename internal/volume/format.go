@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +14,7 @@ import (
 	"shoal/internal/meta"
 	"shoal/internal/object"
 	"shoal/internal/object/objopen"
+	"shoal/internal/secret"
 )
 
 // FormatOptions are the settings of a new volume.
@@ -39,7 +40,7 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 	old, err := eng.Load(ctx)
 	existing := err == nil
 	if existing && !o.Force {
-		return meta.Format{}, fmt.Errorf("formatting %s: %w%s", redact(metaURL), meta.ErrFormatted, formatHint(meta.ErrFormatted, metaURL))
+		return meta.Format{}, fmt.Errorf("formatting %s: %w%s", secret.Mask(metaURL), meta.ErrFormatted, formatHint(meta.ErrFormatted, metaURL))
 	}
 	f, err := newFormat(metaURL, o)
 	if err != nil {
@@ -58,7 +59,7 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 		return meta.Format{}, err
 	}
 	if err := eng.Format(ctx, f, o.Force); err != nil {
-		return meta.Format{}, fmt.Errorf("formatting %s: %w%s", redact(metaURL), err, formatHint(err, metaURL))
+		return meta.Format{}, fmt.Errorf("formatting %s: %w%s", secret.Mask(metaURL), err, formatHint(err, metaURL))
 	}
 	return f, claimFormatted(ctx, store, f)
 }
@@ -114,7 +115,7 @@ func claimFormatted(ctx context.Context, store object.Store, f meta.Format) erro
 
 func formatHint(err error, metaURL string) string {
 	if strings.Contains(err.Error(), meta.ErrFormatted.Error()) {
-		return " (it holds a volume already; mount it with 'shoal mount " + redact(metaURL) + " MOUNTPOINT', or re-run with --force to replace its settings)"
+		return " (it holds a volume already; mount it with 'shoal mount " + secret.Mask(metaURL) + " MOUNTPOINT', or re-run with --force to replace its settings)"
 	}
 	return ""
 }
@@ -133,6 +134,9 @@ func newFormat(metaURL string, o FormatOptions) (meta.Format, error) {
 	}
 	if f.BlockSize < 4096 || f.BlockSize > meta.MaxBlockSize {
 		return f, fmt.Errorf("block size %d out of range: use 4 KiB to 4 MiB", f.BlockSize)
+	}
+	if _, had := secret.StripUserinfo(f.Bucket); had {
+		return f, errBucketCredentials
 	}
 	if f.Bucket == "" {
 		dir, ok := sqliteDir(metaURL)
@@ -153,6 +157,12 @@ func newFormat(metaURL string, o FormatOptions) (meta.Format, error) {
 	}
 	return f, nil
 }
+
+// errBucketCredentials refuses credentials in a bucket URL: they would be
+// stored in the volume's settings, which every client and dump can read.
+var errBucketCredentials = errors.New("the bucket URL carries credentials (KEY:SECRET@), which would be stored in the volume's settings: " +
+	"give the URL without them and set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or SHOAL_S3_ACCESS_KEY and SHOAL_S3_SECRET_KEY) " +
+	"in the environment of format and of every mount, or use ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE) or an instance profile")
 
 // checkStore writes, reads back and deletes a probe object, and returns
 // the store.
@@ -199,16 +209,4 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
-
-// redact hides a password in a URL for messages.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
 }

@@ -65,7 +65,7 @@ func Adopt(ctx context.Context, eng meta.Engine, mode LoadMode) (Adopted, error)
 	if err := jumpSliceIDs(ctx, eng); err != nil {
 		return a, err
 	}
-	f := src
+	f := withoutCredentials(src)
 	f.UUID = newUUID()
 	if err := eng.Format(ctx, f, true); err != nil {
 		return a, fmt.Errorf("giving the loaded volume its own uuid: %w", err)

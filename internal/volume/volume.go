@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"shoal/internal/data"
@@ -15,6 +16,7 @@ import (
 	"shoal/internal/meta/kvmeta"
 	"shoal/internal/object"
 	"shoal/internal/object/objopen"
+	"shoal/internal/secret"
 	"shoal/internal/vfs"
 )
 
@@ -68,11 +70,32 @@ func Load(ctx context.Context, metaURL string) (meta.Engine, meta.Format, error)
 	if err != nil {
 		_ = eng.Close()
 		if errors.Is(err, meta.ErrNotFormatted) {
-			return nil, meta.Format{}, fmt.Errorf("no volume at %s: %w (create one with 'shoal format %s')", redact(metaURL), err, redact(metaURL))
+			return nil, meta.Format{}, fmt.Errorf("no volume at %s: %w (create one with 'shoal format %s')", secret.Mask(metaURL), err, secret.Mask(metaURL))
 		}
-		return nil, meta.Format{}, fmt.Errorf("loading volume at %s: %w", redact(metaURL), err)
+		return nil, meta.Format{}, fmt.Errorf("loading volume at %s: %w", secret.Mask(metaURL), err)
 	}
-	return eng, f, nil
+	return eng, withoutCredentials(f), nil
+}
+
+// warnCredentials makes withoutCredentials warn once per process.
+var warnCredentials sync.Once
+
+// withoutCredentials takes credentials out of the bucket URL of settings
+// written by old versions, saying so once in the log (without them): the
+// object store's credentials come from the environment, a credentials
+// file or an instance profile, never from stored settings.
+func withoutCredentials(f meta.Format) meta.Format {
+	bucket, had := secret.StripUserinfo(f.Bucket)
+	if !had {
+		return f
+	}
+	f.Bucket = bucket
+	warnCredentials.Do(func() {
+		slog.Warn("the volume's settings hold credentials in the bucket URL; they are ignored (and left out of dumps): "+
+			"set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a credentials file for every client, and rewrite the settings with 'shoal format --force'",
+			"bucket", bucket)
+	})
+	return f
 }
 
 // Open opens the volume at metaURL with all its layers.

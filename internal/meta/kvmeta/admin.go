@@ -11,6 +11,7 @@ import (
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
+	"shoal/internal/secret"
 )
 
 var (
@@ -139,6 +140,9 @@ func (e *Engine) Dump(ctx context.Context, w io.Writer) error {
 		err := e.store.View(ctx, func(tx kv.Tx) error {
 			recs = recs[:0]
 			return tx.Scan([]byte{kind}, nil, 0, func(k, v []byte) bool {
+				if kind == kindFormat {
+					v = formatWithoutCredentials(v)
+				}
 				recs = append(recs, dumpRecord{K: base64.StdEncoding.EncodeToString(k), V: base64.StdEncoding.EncodeToString(v)})
 				return true
 			})
@@ -153,6 +157,30 @@ func (e *Engine) Dump(ctx context.Context, w io.Writer) error {
 		}
 	}
 	return wrap(bw.Flush(), "dump")
+}
+
+// formatWithoutCredentials returns the settings raw with any user info
+// (credentials) taken out of the bucket URL, which volumes formatted by
+// old versions may carry: a dump must never hold a secret.
+func formatWithoutCredentials(raw []byte) []byte {
+	var f meta.Format
+	if json.Unmarshal(raw, &f) != nil {
+		return raw
+	}
+	bucket, had := secret.StripUserinfo(f.Bucket)
+	if !had {
+		return raw
+	}
+	var m map[string]json.RawMessage // keep fields this binary may not know
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	m["bucket"], _ = json.Marshal(bucket)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // restoreBatch is how many keys Restore writes per transaction.

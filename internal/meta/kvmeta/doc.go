@@ -102,5 +102,8 @@
 // (directory quotas). SkipSliceIDs lets a loaded copy draw slice ids far
 // from its source's, as the two share a bucket (volume.Adopt).
 //
-// Import rules: kvmeta imports meta and kv only, never a kv backend.
+// Dumps carry no secret: a bucket URL with credentials in its user info
+// (stored by old versions) is written to the dump without them.
+//
+// Import rules: kvmeta imports meta, kv and secret only, never a kv backend.
 package kvmeta

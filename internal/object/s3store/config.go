@@ -3,10 +3,13 @@ package s3store
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 // Defaults for Config fields left zero.
@@ -31,8 +34,10 @@ type Config struct {
 	// VirtualHost addresses the bucket as bucket.endpoint instead of
 	// endpoint/bucket (path style).
 	VirtualHost bool
-	// AccessKey, SecretKey and SessionToken are the credentials; empty
-	// means anonymous. ParseURL fills them from the URL or environment.
+	// AccessKey, SecretKey and SessionToken are the credentials. ParseURL
+	// fills them from the environment; when empty, New looks further
+	// along the AWS chain (credentials file, instance role), else
+	// requests are anonymous.
 	AccessKey, SecretKey, SessionToken string
 	// Timeout bounds each call, including minio-go's retries (default 60 s).
 	Timeout time.Duration
@@ -58,12 +63,22 @@ func (c Config) String() string {
 	return fmt.Sprintf("s3 %s://%s/%s/%s", scheme, c.Endpoint, c.Bucket, c.Prefix)
 }
 
+// ErrURLCredentials refuses credentials in a bucket URL: URLs are stored
+// in volume settings and shown by commands and ps.
+var ErrURLCredentials = errors.New("credentials in the bucket URL are not accepted (they would be stored and shown): " +
+	"remove KEY:SECRET@ and set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or SHOAL_S3_ACCESS_KEY and SHOAL_S3_SECRET_KEY), " +
+	"or use ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE) or an instance profile")
+
 // ParseURL turns a bucket URL (see the package doc) into a Config, taking
-// credentials from the URL's user info or else the environment.
+// credentials from the environment. A URL with user info is refused
+// (ErrURLCredentials).
 func ParseURL(raw string) (Config, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return Config{}, fmt.Errorf("s3store: bucket URL: %w", err)
+	}
+	if u.User != nil {
+		return Config{}, fmt.Errorf("s3store: bucket URL %q: %w", u.Redacted(), ErrURLCredentials)
 	}
 	var c Config
 	switch u.Scheme {
@@ -79,10 +94,6 @@ func ParseURL(raw string) (Config, error) {
 	}
 	if err != nil {
 		return Config{}, fmt.Errorf("s3store: bucket URL %q: %w", u.Redacted(), err)
-	}
-	if u.User != nil {
-		c.AccessKey = u.User.Username()
-		c.SecretKey, _ = u.User.Password()
 	}
 	c.fromEnv()
 	if c.CAFile == "" && c.Secure {
@@ -212,4 +223,30 @@ func (c *Config) fromEnv() {
 			return
 		}
 	}
+}
+
+// iamTimeout bounds a request for instance-role credentials, which hangs
+// off EC2, ECS and EKS where no metadata service answers.
+const iamTimeout = 3 * time.Second
+
+// credentials returns what the store signs with: the Config's keys when
+// set, else the rest of the standard AWS chain (minio-go's providers):
+// the shared credentials file (~/.aws/credentials, AWS_SHARED_CREDENTIALS_FILE,
+// AWS_PROFILE), then an EC2/ECS/EKS instance role. The chain is asked once
+// here: with nothing found, requests are anonymous rather than asking the
+// chain again on every request.
+func (c Config) credentials() *credentials.Credentials {
+	if c.AccessKey != "" {
+		return credentials.NewStaticV4(c.AccessKey, c.SecretKey, c.SessionToken)
+	}
+	client := &http.Client{Timeout: iamTimeout}
+	chain := credentials.NewChainCredentials([]credentials.Provider{
+		&credentials.FileAWSCredentials{},
+		&credentials.IAM{Client: client},
+	})
+	v, err := chain.GetWithContext(&credentials.CredContext{Client: client})
+	if err != nil || v.SignerType.IsAnonymous() {
+		return credentials.NewStatic("", "", "", credentials.SignatureAnonymous)
+	}
+	return chain
 }

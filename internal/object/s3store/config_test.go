@@ -1,6 +1,9 @@
 package s3store
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -18,7 +21,7 @@ func TestParseURL(t *testing.T) {
 		{"http://127.0.0.1:9000/bucket", Config{Endpoint: "127.0.0.1:9000", Bucket: "bucket"}},
 		{"http://127.0.0.1:9000/bucket/", Config{Endpoint: "127.0.0.1:9000", Bucket: "bucket"}},
 		{"https://minio.local/b/vol/one", Config{Endpoint: "minio.local", Secure: true, Bucket: "b", Prefix: "vol/one/"}},
-		{"http://k:s@127.0.0.1:9000/b?region=r1", Config{Endpoint: "127.0.0.1:9000", Bucket: "b", Region: "r1", AccessKey: "k", SecretKey: "s"}},
+		{"http://127.0.0.1:9000/b?region=r1", Config{Endpoint: "127.0.0.1:9000", Bucket: "b", Region: "r1"}},
 		{"https://bkt.s3.eu-west-1.amazonaws.com", Config{Endpoint: "s3.eu-west-1.amazonaws.com", Secure: true, Bucket: "bkt", Region: "eu-west-1", VirtualHost: true}},
 		{"https://bkt.s3.amazonaws.com/p", Config{Endpoint: "s3.amazonaws.com", Secure: true, Bucket: "bkt", Prefix: "p/", VirtualHost: true}},
 		{"https://bkt.s3-us-west-2.amazonaws.com", Config{Endpoint: "s3-us-west-2.amazonaws.com", Secure: true, Bucket: "bkt", Region: "us-west-2", VirtualHost: true}},
@@ -44,8 +47,8 @@ func TestParseURLErrors(t *testing.T) {
 		}
 	}
 	_, err := ParseURL("http://key:supersecret@h/b?bad=1")
-	if err == nil || strings.Contains(err.Error(), "supersecret") {
-		t.Errorf("error leaks the secret or is nil: %v", err)
+	if !errors.Is(err, ErrURLCredentials) || strings.Contains(err.Error(), "supersecret") {
+		t.Errorf("credentials in the URL: %v, want ErrURLCredentials without the secret", err)
 	}
 }
 
@@ -64,11 +67,29 @@ func TestCredentialsFromEnv(t *testing.T) {
 	if c.AccessKey != "shoal-ak" || c.SecretKey != "shoal-sk" || c.SessionToken != "" {
 		t.Fatalf("SHOAL env: %+v", c)
 	}
-	c, _ = ParseURL("http://u:p@h/b")
-	if c.AccessKey != "u" || c.SecretKey != "p" {
-		t.Fatalf("URL user info: %+v", c)
-	}
-	if strings.Contains(c.String(), "p@") || strings.Contains(c.String(), ":p") {
+	if strings.Contains(c.String(), "shoal-sk") {
 		t.Fatalf("String shows the secret: %s", c)
+	}
+}
+
+// TestCredentialsFile: with no keys in the environment, the store signs
+// with the shared credentials file of the AWS chain.
+func TestCredentialsFile(t *testing.T) {
+	t.Setenv("SHOAL_S3_ACCESS_KEY", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	file := filepath.Join(t.TempDir(), "credentials")
+	ini := "[default]\naws_access_key_id = file-ak\naws_secret_access_key = file-sk\n"
+	if err := os.WriteFile(file, []byte(ini), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", file)
+	t.Setenv("AWS_PROFILE", "")
+	c, err := ParseURL("http://h/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.credentials().GetWithContext(nil)
+	if err != nil || v.AccessKeyID != "file-ak" || v.SecretAccessKey != "file-sk" {
+		t.Fatalf("credentials = %+v, %v; want those of %s", v, err, file)
 	}
 }

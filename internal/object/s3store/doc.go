@@ -18,10 +18,14 @@
 // the system roots (AWS_CA_BUNDLE does the same when ca= is absent). The
 // server's name is always verified; a certificate that fails is explained
 // and not retried (see tlsconf). Credentials come, first found
-// first, from Config fields set by the caller (command-line flags), the
-// URL's user info (http://KEY:SECRET@host/bucket — avoid in stored
-// configuration), SHOAL_S3_ACCESS_KEY/SHOAL_S3_SECRET_KEY, or
-// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN). With none,
+// first, from Config fields set by the caller, SHOAL_S3_ACCESS_KEY/
+// SHOAL_S3_SECRET_KEY, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (+
+// AWS_SESSION_TOKEN), the shared credentials file (~/.aws/credentials, or
+// AWS_SHARED_CREDENTIALS_FILE and AWS_PROFILE) and an EC2/ECS/EKS instance
+// role (minio-go's credential chain, asked once when the store is made).
+// Never from the URL: a URL with user info (http://KEY:SECRET@host/b) is
+// refused with ErrURLCredentials, because bucket URLs are stored in volume
+// settings and printed. With no credentials found,
 // requests are anonymous. String() never shows credentials.
 //
 // # Requests, timeouts and retries

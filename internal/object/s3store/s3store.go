@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"shoal/internal/object"
 	"shoal/internal/tlsconf"
@@ -35,7 +34,9 @@ type Store struct {
 var _ object.Store = (*Store)(nil)
 
 // New returns a store for cfg. It checks the configuration but makes no
-// request; call Check to verify the bucket is reachable and writable.
+// request to the store (without keys in cfg it asks the credential chain
+// once, see the package doc); call Check to verify the bucket is
+// reachable and writable.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Endpoint == "" || cfg.Bucket == "" {
 		return nil, fmt.Errorf("s3store: endpoint and bucket are required (got %q, %q)", cfg.Endpoint, cfg.Bucket)
@@ -65,7 +66,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		lookup = minio.BucketLookupDNS
 	}
 	client, err := minio.New(cfg.Endpoint, &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken),
+		Creds:        cfg.credentials(),
 		Secure:       cfg.Secure,
 		Transport:    tr,
 		Region:       cfg.Region,

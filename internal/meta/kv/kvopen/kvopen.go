@@ -9,6 +9,7 @@ import (
 	"shoal/internal/meta/kv/memkv"
 	"shoal/internal/meta/kv/rediskv"
 	"shoal/internal/meta/kv/sqlkv"
+	"shoal/internal/secret"
 )
 
 // Schemes lists the META-URL forms Open accepts, for help texts.
@@ -22,17 +23,22 @@ const Schemes = "sqlite:///PATH, postgres://USER:PASS@HOST:PORT/DB, redis://[:PA
 //	mem://                                              → memkv, a fresh empty
 //	                                                      in-memory store (tests)
 //
+// A postgres or redis URL without a password gets the one of the
+// environment variable SHOAL_META_PASSWORD (secret.PasswordEnv), if set.
+//
 // Errors name the problem: an unknown scheme lists the supported ones.
 func Open(ctx context.Context, url string) (kv.Store, error) {
 	scheme, _, ok := strings.Cut(url, ":")
 	if !ok || scheme == "" {
-		return nil, fmt.Errorf("META-URL %q has no scheme: use %s", url, Schemes)
+		return nil, fmt.Errorf("META-URL %q has no scheme: use %s", secret.Mask(url), Schemes)
 	}
 	switch strings.ToLower(scheme) {
-	case "sqlite", "sqlite3", "postgres", "postgresql":
+	case "sqlite", "sqlite3":
 		return sqlkv.Open(ctx, url)
+	case "postgres", "postgresql":
+		return sqlkv.Open(ctx, secret.WithPassword(url, secret.EnvPassword()))
 	case "redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster":
-		return rediskv.Open(ctx, url)
+		return rediskv.Open(ctx, secret.WithPassword(url, secret.EnvPassword()))
 	case "mem", "memory":
 		return memkv.New(), nil
 	}
