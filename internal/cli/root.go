@@ -56,6 +56,7 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newLoadCmd(),
 		newClaimsCmd(),
 		newQuotaCmd(),
+		newKeyCmd(),
 		newBenchCmd(),
 	)
 	return root
