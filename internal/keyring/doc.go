@@ -5,8 +5,8 @@
 // is never stored in clear: meta.Encryption holds it sealed
 // (XChaCha20-Poly1305) under a key-encryption key that argon2id derives
 // from the user's secret (a passphrase or the bytes of a key file) and a
-// random salt. The associated data of that seal names the volume's UUID, so
-// a wrapped key copied into another volume's settings does not open.
+// random salt. (The seal does not name the volume's uuid: a copy of the
+// volume made by 'shoal load' has a new uuid and the same data key.)
 // Opening the wrapped key is also the check that the secret is right: a
 // wrong secret fails authentication and Open returns ErrWrongSecret before
 // any object is read, instead of every block reading as corrupt.

@@ -32,20 +32,20 @@ const (
 	saltSize      = 16
 )
 
-// New makes a random data key for the volume uuid and returns its settings
+// New makes a random data key and returns its settings
 // (the key wrapped under secret) and the key.
-func New(secret []byte, uuid string) (meta.Encryption, []byte, error) {
+func New(secret []byte) (meta.Encryption, []byte, error) {
 	dataKey := make([]byte, keySize)
 	if _, err := rand.Read(dataKey); err != nil {
 		return meta.Encryption{}, nil, fmt.Errorf("keyring: %w", err)
 	}
-	e, err := wrap(dataKey, secret, uuid)
+	e, err := wrap(dataKey, secret)
 	return e, dataKey, err
 }
 
 // Open unwraps the data key of e with secret; ErrWrongSecret if secret is
 // not the one e was wrapped with.
-func Open(e meta.Encryption, secret []byte, uuid string) ([]byte, error) {
+func Open(e meta.Encryption, secret []byte) ([]byte, error) {
 	if e.Cipher != Cipher || e.KDF != KDF {
 		return nil, fmt.Errorf("keyring: unsupported cipher %q or key derivation %q", e.Cipher, e.KDF)
 	}
@@ -60,7 +60,7 @@ func Open(e meta.Encryption, secret []byte, uuid string) ([]byte, error) {
 		return nil, fmt.Errorf("keyring: wrapped key of %d bytes", len(e.WrappedKey))
 	}
 	nonce, sealed := e.WrappedKey[:aead.NonceSize()], e.WrappedKey[aead.NonceSize():]
-	key, err := aead.Open(nil, nonce, sealed, aad(uuid))
+	key, err := aead.Open(nil, nonce, sealed, wrapAAD)
 	if err != nil {
 		return nil, ErrWrongSecret
 	}
@@ -70,16 +70,16 @@ func Open(e meta.Encryption, secret []byte, uuid string) ([]byte, error) {
 // Rewrap opens e with oldSecret and wraps its data key under newSecret
 // with a fresh salt: the secret changes, the data key and every object
 // stay.
-func Rewrap(e meta.Encryption, oldSecret, newSecret []byte, uuid string) (meta.Encryption, error) {
-	key, err := Open(e, oldSecret, uuid)
+func Rewrap(e meta.Encryption, oldSecret, newSecret []byte) (meta.Encryption, error) {
+	key, err := Open(e, oldSecret)
 	if err != nil {
 		return meta.Encryption{}, err
 	}
-	return wrap(key, newSecret, uuid)
+	return wrap(key, newSecret)
 }
 
 // wrap seals dataKey under a key derived from secret with a new salt.
-func wrap(dataKey, secret []byte, uuid string) (meta.Encryption, error) {
+func wrap(dataKey, secret []byte) (meta.Encryption, error) {
 	if len(secret) == 0 {
 		return meta.Encryption{}, errors.New("keyring: empty passphrase or key file")
 	}
@@ -96,7 +96,7 @@ func wrap(dataKey, secret []byte, uuid string) (meta.Encryption, error) {
 	if err != nil {
 		return e, err
 	}
-	e.WrappedKey = aead.Seal(nonce, nonce, dataKey, aad(uuid))
+	e.WrappedKey = aead.Seal(nonce, nonce, dataKey, wrapAAD)
 	return e, nil
 }
 
@@ -105,5 +105,7 @@ func derive(secret []byte, e meta.Encryption) []byte {
 	return argon2.IDKey(secret, e.Salt, e.Time, e.Memory, e.Lanes, keySize)
 }
 
-// aad binds a wrapped key to its volume.
-func aad(uuid string) []byte { return []byte("shoal data key v1 " + uuid) }
+// wrapAAD is the associated data of a wrapped key. It does not name the
+// volume's uuid: a copy made by 'shoal load' gets a new uuid and keeps the
+// data key (its blocks are the source's).
+var wrapAAD = []byte("shoal data key v1")

@@ -33,7 +33,7 @@ func DataKey(f meta.Format, secret Secret) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("volume %q: %w", f.Name, err)
 	}
-	key, err := keyring.Open(*f.Encryption, s, f.UUID)
+	key, err := keyring.Open(*f.Encryption, s)
 	if errors.Is(err, keyring.ErrWrongSecret) {
 		return nil, fmt.Errorf("%w for volume %q", err, f.Name)
 	}
@@ -75,13 +75,13 @@ func StoredBlockSize(f meta.Format) func(n int64) int64 {
 // formatted: new ones for a new volume given a secret, the old ones for new
 // settings of an existing volume (its objects are sealed already). A plain
 // volume cannot become encrypted in place: its objects are plain.
-func encryptionFor(old meta.Format, existing bool, secret []byte, uuid string) (*meta.Encryption, error) {
+func encryptionFor(old meta.Format, existing bool, secret []byte) (*meta.Encryption, error) {
 	if existing {
 		if secret != nil && old.Encryption == nil {
 			return nil, errors.New("--encrypt: the volume exists and is not encrypted; its objects cannot be encrypted in place (dump, format a new volume, copy the files)")
 		}
 		if old.Encryption != nil && secret != nil {
-			if _, err := keyring.Open(*old.Encryption, secret, uuid); err != nil {
+			if _, err := keyring.Open(*old.Encryption, secret); err != nil {
 				return nil, fmt.Errorf("--encrypt: %w for the existing volume", err)
 			}
 		}
@@ -90,7 +90,7 @@ func encryptionFor(old meta.Format, existing bool, secret []byte, uuid string) (
 	if secret == nil {
 		return nil, nil
 	}
-	e, _, err := keyring.New(secret, uuid)
+	e, _, err := keyring.New(secret)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func Rotate(ctx context.Context, metaURL string, oldSecret, newSecret Secret) er
 	if err != nil {
 		return fmt.Errorf("the new secret: %w", err)
 	}
-	e, err := keyring.Rewrap(*f.Encryption, oldS, newS, f.UUID)
+	e, err := keyring.Rewrap(*f.Encryption, oldS, newS)
 	if errors.Is(err, keyring.ErrWrongSecret) {
 		return fmt.Errorf("%w for volume %q (the current one is needed to rotate)", err, f.Name)
 	}

@@ -53,7 +53,7 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 		// identity in the bucket, are kept.
 		f.UUID, f.Created = old.UUID, old.Created
 	}
-	if f.Encryption, err = encryptionFor(old, existing, o.Secret, f.UUID); err != nil {
+	if f.Encryption, err = encryptionFor(old, existing, o.Secret); err != nil {
 		return meta.Format{}, err
 	}
 	store, err := checkStore(ctx, f)

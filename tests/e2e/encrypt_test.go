@@ -98,6 +98,16 @@ func TestEncryptedKeyRotation(t *testing.T) {
 	t.Setenv("SHOAL_PASSPHRASE", "a new passphrase")
 	m = v.Mount(t) // the passphrase from the environment
 	wantContent(t, m.Path("f"), data)
+	m.Unmount(t)
+
+	// A copy loaded from a dump has a new uuid and the same data key:
+	// it opens with the same secret and reads the source's blocks.
+	dump := filepath.Join(v.Dir, "dump.zst")
+	testutil.MustRun(t, "dump", v.MetaURL, dump)
+	cp := testutil.NewUnformatted(t, "")
+	testutil.MustRun(t, "load", cp.MetaURL, dump)
+	m = cp.Mount(t)
+	wantContent(t, m.Path("f"), data)
 }
 
 // checkBucketSealed fails t if any object file holds the marker, or if a
