@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,8 @@ import (
 func newFormatCmd() *cobra.Command {
 	var o volume.FormatOptions
 	var blockSize, capacity int64
+	var encrypt bool
+	var sf secretFlags
 	cmd := &cobra.Command{
 		Use:   "format META-URL",
 		Short: "Create a volume: its settings in the metadata engine, its data in an object store",
@@ -40,6 +43,9 @@ writes anything, and refuses to overwrite an existing volume unless --force.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.BlockSize, o.Capacity = int(blockSize), uint64(capacity)
+			if err := formatSecret(&o, encrypt, &sf); err != nil {
+				return err
+			}
 			f, err := volume.Format(cmd.Context(), args[0], o)
 			if err != nil {
 				return err
@@ -57,7 +63,25 @@ writes anything, and refuses to overwrite an existing volume unless --force.`,
 	fl.Var(sizeFlag{&capacity}, "capacity", "space quota of the volume, e.g. 100G (default unlimited)")
 	fl.Uint64Var(&o.Inodes, "inodes", 0, "inode quota of the volume (default unlimited)")
 	fl.BoolVar(&o.Force, "force", false, "replace the settings of an existing volume (its files are kept)")
+	fl.BoolVar(&encrypt, "encrypt", false, "encrypt every object at rest under a key wrapped by the passphrase or key file (docs/admin.md)")
+	sf.register(fl)
 	return cmd
+}
+
+// formatSecret reads the secret of an encrypted volume into o.
+func formatSecret(o *volume.FormatOptions, encrypt bool, sf *secretFlags) error {
+	if !encrypt {
+		if sf.keyFile != "" || sf.passFile != "" {
+			return withCode(ExitUsage, errors.New("format: --key-file and --passphrase-file need --encrypt"))
+		}
+		return nil
+	}
+	secret, err := sf.secret()()
+	if err != nil {
+		return fmt.Errorf("format --encrypt: %w", err)
+	}
+	o.Secret = secret
+	return nil
 }
 
 // exactArgs is cobra.ExactArgs with a usage exit code.

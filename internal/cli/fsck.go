@@ -27,6 +27,7 @@ type fsckFlags struct {
 	force       bool
 	jsonOut     bool
 	progress    string
+	secret      secretFlags
 }
 
 // newFsckCmd is `shoal fsck`.
@@ -67,6 +68,7 @@ Exit status: 0 clean (leaked objects allowed), 3 damage left unrepaired,
 	fl.BoolVar(&f.jsonOut, "json", false, "print the report as JSON on stdout")
 	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when a terminal), always, never")
 	fl.Lookup("progress").NoOptDefVal = "always"
+	f.secret.register(fl)
 	return cmd
 }
 
@@ -94,10 +96,17 @@ func runFsck(cmd *cobra.Command, metaURL string, f *fsckFlags) error {
 	if err != nil {
 		return fmt.Errorf("fsck: opening the object store (%s %s): %w", vf.Storage, vf.Bucket, err)
 	}
+	store := object.WithRetry(raw, 5, 0)
 	o := fsck.Options{Repair: f.repair, ZeroDamaged: f.zeroDamaged, VerifyData: !f.noVerify,
-		BlockSize: vf.BlockSize, Progress: &fsck.Progress{}}
+		BlockSize: vf.BlockSize, Progress: &fsck.Progress{}, StoredSize: volume.StoredBlockSize(vf)}
+	if o.VerifyData {
+		// Reading blocks of an encrypted volume needs its key.
+		if o.Blocks, err = fsckBlocks(store, vf, &f.secret); err != nil {
+			return err
+		}
+	}
 	stop := trackPhases(disp, "fsck", o.Progress.Snapshot)
-	rep, err := fsck.Run(ctx, eng, object.WithRetry(raw, 5, 0), o)
+	rep, err := fsck.Run(ctx, eng, store, o)
 	stop()
 	if rep != nil {
 		if perr := printFsck(cmd.OutOrStdout(), rep, f.jsonOut); perr != nil && err == nil {
@@ -111,6 +120,15 @@ func runFsck(cmd *cobra.Command, metaURL string, f *fsckFlags) error {
 		return withCode(ExitDamage, fmt.Errorf("fsck: the volume is damaged: %d metadata problems and %d files with damaged data left unrepaired", rep.MetaUnrepaired(), rep.DataUnrepaired()))
 	}
 	return nil
+}
+
+// fsckBlocks returns the store fsck verifies blocks through.
+func fsckBlocks(store object.Store, vf meta.Format, sf *secretFlags) (object.Store, error) {
+	key, err := volume.DataKey(vf, sf.secret())
+	if err != nil {
+		return nil, fmt.Errorf("fsck: %w (or check without reading data: --no-verify-data)", err)
+	}
+	return volume.BlockStore(store, key)
 }
 
 // loadError classifies an error from opening or reading a volume: an

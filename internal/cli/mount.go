@@ -19,7 +19,6 @@ import (
 	"shoal/internal/backup"
 	"shoal/internal/data"
 	"shoal/internal/fusefs"
-	"shoal/internal/identity"
 	"shoal/internal/meta"
 	"shoal/internal/secret"
 	"shoal/internal/vfs"
@@ -45,6 +44,7 @@ type mountOptions struct {
 	backupKeep      int
 	flushTimeout    time.Duration
 	deleteDelay     time.Duration
+	secret          secretFlags
 }
 
 func (o *mountOptions) register(cmd *cobra.Command) {
@@ -67,6 +67,7 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	o.bufferSize, o.cacheSize = 256<<20, 256<<20
 	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
 	fl.Var(sizeFlag{&o.cacheSize}, "cache-size", "in-memory read cache of blocks")
+	o.secret.register(fl)
 }
 
 func newMountCmd() *cobra.Command {
@@ -130,6 +131,7 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 		Data:   data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
 		VFS:    vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout, DeleteDelay: o.deleteDelay},
 		Logger: logger,
+		Secret: o.secret.secret(),
 	})
 	if err != nil {
 		return DatabaseHint(err, metaURL)
@@ -164,7 +166,7 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	bctx, stopBackups := context.WithCancel(context.Background())
 	defer stopBackups()
 	go func() {
-		_ = backup.Run(bctx, vol.Engine, identity.Guard(vol.Plain, vol.Format), backupInterval(metaURL, o.backupInterval), o.backupKeep, logger)
+		_ = backup.Run(bctx, vol.Engine, vol.Sealed, backupInterval(metaURL, o.backupInterval), o.backupKeep, logger)
 	}()
 	srv.Wait()
 	logger.Info("unmounted; flushing and closing", "mountpoint", mp)

@@ -62,6 +62,7 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newLoadCmd(),
 		newClaimsCmd(),
 		newQuotaCmd(),
+		newKeyCmd(),
 		newBenchCmd(),
 	)
 	return root

@@ -37,6 +37,13 @@ type Options struct {
 	Progress *Progress
 	// Logger receives warnings; nil means slog.Default().
 	Logger *slog.Logger
+	// Blocks is the store blocks are verified through, over the raw
+	// store Run is given; nil means object.WithChecksum of it (a plain
+	// volume). An encrypted volume passes its decrypting store.
+	Blocks object.Store
+	// StoredSize maps a block's length to its stored size; nil means
+	// object.StoredSize (checksummed blocks).
+	StoredSize func(n int64) int64
 }
 
 func (o Options) withDefaults() Options {
@@ -54,6 +61,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.StoredSize == nil {
+		o.StoredSize = object.StoredSize
 	}
 	return o
 }
@@ -174,7 +184,11 @@ func Run(ctx context.Context, eng meta.Engine, store object.Store, o Options) (*
 		return nil, ErrNoAdmin
 	}
 	o = o.withDefaults()
-	c := &checker{eng: eng, ck: ck, sc: sc, raw: store, sums: object.WithChecksum(store),
+	sums := o.Blocks
+	if sums == nil {
+		sums = object.WithChecksum(store)
+	}
+	c := &checker{eng: eng, ck: ck, sc: sc, raw: store, sums: sums,
 		o: o, rep: &Report{Verified: o.VerifyData}, prog: o.Progress}
 	err := c.run(ctx)
 	c.prog.Set("done", 0, 0)

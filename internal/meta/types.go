@@ -155,6 +155,25 @@ type Format struct {
 	Capacity  uint64    `json:"capacity,omitempty"` // bytes; 0 = unlimited
 	Inodes    uint64    `json:"inodes,omitempty"`   // 0 = unlimited
 	Created   time.Time `json:"created"`
+	// Encryption is set on a volume whose objects are encrypted at rest
+	// (docs/admin.md); nil on a plain volume.
+	Encryption *Encryption `json:"encryption,omitempty"`
+}
+
+// Encryption holds how an encrypted volume's data key is derived and kept.
+// It never holds a key in clear: the data key is stored wrapped (sealed)
+// under a key-encryption key derived from the passphrase or key file, so
+// changing the passphrase rewraps the data key without touching any object.
+type Encryption struct {
+	Cipher string `json:"cipher"` // object cipher: "xchacha20-poly1305"
+	KDF    string `json:"kdf"`    // key derivation: "argon2id"
+	Salt   []byte `json:"salt"`   // KDF salt, random per wrapping
+	Time   uint32 `json:"time"`   // argon2id passes
+	Memory uint32 `json:"memory"` // argon2id memory in KiB
+	Lanes  uint8  `json:"lanes"`  // argon2id parallelism
+	// WrappedKey is nonce || XChaCha20-Poly1305 seal of the data key
+	// under the derived key; opening it is also the wrong-key check.
+	WrappedKey []byte `json:"wrapped_key"`
 }
 
 // CurrentFormatVersion is the volume format this binary writes. Engines

@@ -13,6 +13,15 @@
 // ids far from its source's, the dump's orphans purged, its claim
 // written, and with LoadReplace the source's claim released).
 //
+// Encryption at rest (crypt.go): an encrypted volume's settings hold its
+// data key wrapped (internal/keyring). Open unwraps it with
+// Options.Secret, refusing a wrong secret before any object is read, and
+// stores blocks through object.WithEncryption instead of
+// object.WithChecksum (BlockStore) and metadata backups through it too
+// (Volume.Sealed). The store order on the write path is data → (compress)
+// → encrypt or checksum → retry → backend. Rotate rewraps the data key
+// under a new secret.
+//
 // Test hook: SHOAL_TEST_CLOCK_SKEW=DURATION (ClockSkewEnv) shifts the wall
 // clock of every engine opened here, as on a machine whose clock is off.
 // It exists so tests can show that sessions do not depend on the clients'

@@ -26,6 +26,9 @@ type FormatOptions struct {
 	Capacity  uint64
 	Inodes    uint64
 	Force     bool // replace the settings of an existing volume
+	// Secret, when set, makes an encrypted volume whose data key is
+	// wrapped under it (a passphrase or key-file bytes).
+	Secret []byte
 }
 
 // Format creates a volume at metaURL. It connects to the engine, refuses an
@@ -50,6 +53,9 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 		// New settings for the same volume: its files, and so its
 		// identity in the bucket, are kept.
 		f.UUID, f.Created = old.UUID, old.Created
+	}
+	if f.Encryption, err = encryptionFor(old, existing, o.Secret); err != nil {
+		return meta.Format{}, err
 	}
 	store, err := checkStore(ctx, f)
 	if err != nil {

@@ -25,6 +25,7 @@ type Options struct {
 	Data   data.Config // BlockSize is taken from the volume format
 	VFS    vfs.Config
 	Logger *slog.Logger
+	Secret Secret // the secret of an encrypted volume (unused on a plain one)
 }
 
 // Volume is an opened volume with all its layers.
@@ -33,10 +34,14 @@ type Volume struct {
 	Engine  meta.Engine
 	Objects object.Store // the block store: checksummed, retrying
 	// Plain is the same store without block checksums (retrying), for
-	// objects that are not blocks, such as metadata backups.
+	// objects that are not blocks, such as identity claims.
 	Plain object.Store
-	Data  *data.Store
-	FS    *vfs.FS
+	// Sealed is Plain, encrypted on an encrypted volume, with deletes
+	// guarded (identity.Guard): for objects that are not blocks but hold
+	// the volume's contents (metadata backups).
+	Sealed object.Store
+	Data   *data.Store
+	FS     *vfs.FS
 }
 
 // OpenEngine connects to the metadata engine named by metaURL.
@@ -109,9 +114,10 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 		_ = eng.Close()
 		return nil, fmt.Errorf("opening the volume's object store (%s %s): %w", f.Storage, f.Bucket, err)
 	}
-	// Retries sit under the checksums: a block is verified as it arrives
-	// from whichever attempt delivered it. Every format-1 volume checksums
-	// its blocks (docs/format.md).
+	// Retries sit under the checksums (or the seals of an encrypted
+	// volume): a block is verified as it arrives from whichever attempt
+	// delivered it. Every plain volume checksums its blocks
+	// (docs/format.md).
 	plain := object.WithRetry(objects, 5, 100*time.Millisecond)
 	claims, err := identity.Check(ctx, plain, f)
 	if err != nil {
@@ -121,7 +127,20 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	if len(claims) > 1 && opts.Logger != nil {
 		opts.Logger.Warn("the bucket is shared with another volume: this mount deletes no objects while it is", "claims", len(claims))
 	}
-	objects = object.WithChecksum(plain)
+	dataKey, err := DataKey(f, opts.Secret)
+	if err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
+	if objects, err = BlockStore(plain, dataKey); err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
+	sealed, err := SealedStore(identity.Guard(plain, f), dataKey)
+	if err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
 	dc := opts.Data
 	dc.BlockSize = f.BlockSize
 	if dc.Logger == nil {
@@ -134,7 +153,7 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 		opts.VFS.MayDelete = func(ctx context.Context) error { return identity.Exclusive(ctx, plain, f) }
 	}
 	store := data.New(objects, dc)
-	return &Volume{Format: f, Engine: eng, Objects: objects, Plain: plain, Data: store, FS: vfs.New(eng, store, opts.VFS)}, nil
+	return &Volume{Format: f, Engine: eng, Objects: objects, Plain: plain, Sealed: sealed, Data: store, FS: vfs.New(eng, store, opts.VFS)}, nil
 }
 
 // Close flushes and closes every layer.
