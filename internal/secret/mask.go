@@ -11,6 +11,9 @@ import (
 // Masked replaces a secret in what Shoal prints.
 const Masked = "xxxxx"
 
+// MinFreeText is the shortest registered secret masked in free text.
+const MinFreeText = 8
+
 // userinfoPassword matches the password of a URL's user info in free text:
 // scheme://user:PASSWORD@ (the user may be empty, as in redis://:pw@host).
 var userinfoPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:)([^@\s/]*)@`)
@@ -24,14 +27,15 @@ var (
 )
 
 // Register adds secret values Mask hides wherever they appear, for the
-// rest of the process. Empty values and very short ones (under 4 bytes,
-// which would mask ordinary words) are ignored; URL-shaped places are
-// masked whatever their length.
+// rest of the process. Values under MinFreeText bytes are ignored: a short
+// password is often an ordinary word ("shoal"), and masking it in free
+// text would mangle messages and paths; URL-shaped places (user:PW@,
+// password=PW) are masked whatever the length.
 func Register(secrets ...string) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, s := range secrets {
-		if len(s) < 4 || contains(values, s) {
+		if len(s) < MinFreeText || contains(values, s) {
 			continue
 		}
 		values = append(values, s)
