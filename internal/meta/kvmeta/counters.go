@@ -113,7 +113,8 @@ func (e *Engine) flushLoop(every time.Duration) {
 		case <-e.stop:
 			return
 		case <-tick.C:
-			// A failed flush keeps its deltas for the next tick.
+			// A failed flush keeps its deltas (and drops) for the next tick.
+			_ = e.flushReleases(context.Background())
 			_ = e.flushUsage(context.Background())
 		}
 	}

@@ -20,11 +20,15 @@ func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, 
 		return meta.Entry{}, wrap(err, "mknod %d/%q", req.Parent, req.Name)
 	}
 	var ent meta.Entry
+	var op opener
 	err = e.update(ctx, func(t *txn) error {
 		var err error
-		ent, err = t.mknod(ino, req)
+		if ent, err = t.mknod(ino, req); err == nil && req.Open {
+			op.open(t, ent.Ino, &ent.Attr)
+		}
 		return err
 	})
+	op.done(err)
 	if err != nil || ent.Ino != ino {
 		e.inodes.giveBack(uint64(ino))
 	}
@@ -32,6 +36,42 @@ func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, 
 		return meta.Entry{}, wrap(err, "mknod %d/%q", req.Parent, req.Name)
 	}
 	return ent, nil
+}
+
+// opener counts and records an open made inside a write transaction that
+// may run more than once (Mknod with MknodRequest.Open). The count is
+// taken inside the transaction, so that a concurrent drop of an older
+// record of the same inode either sees it or conflicts with the write.
+type opener struct {
+	opens *openState
+	ino   meta.Ino
+	write bool
+}
+
+// open counts ino open (once per call, whatever the attempts) and records
+// it in t unless a stored record is known.
+func (o *opener) open(t *txn, ino meta.Ino, a *meta.Attr) {
+	if o.ino != ino {
+		if o.ino != 0 {
+			o.opens.release(o.ino)
+		}
+		o.opens, o.ino = t.opens, ino
+		o.write = o.opens.acquire(ino)
+	}
+	if o.write {
+		t.recordOpen(ino, a)
+	}
+}
+
+// done settles the count once the transaction is over.
+func (o *opener) done(err error) {
+	switch {
+	case o.ino == 0:
+	case err != nil:
+		o.opens.release(o.ino)
+	case o.write:
+		o.opens.recorded(o.ino)
+	}
 }
 
 // checkMknod validates a request before any transaction.

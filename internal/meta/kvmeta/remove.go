@@ -50,8 +50,9 @@ func (t *txn) entryToRemove(parent meta.Ino, name string, rmdir bool) (*meta.Att
 }
 
 // dropLink takes one link from non-directory ino. A regular file whose
-// last link goes becomes an orphan (its data stays until Purge); any other
-// type is deleted at once.
+// last link goes while it is open anywhere becomes an orphan (its data
+// stays until the last session holding it lets go); any other inode is
+// deleted at once.
 func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
 	if a.Nlink > 0 {
 		a.Nlink--
@@ -62,12 +63,28 @@ func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
 	if a.Nlink > 0 {
 		return rm, nil
 	}
-	if a.Type == meta.TypeFile && t.isOpen(ino) {
-		t.markOrphan(ino)
-		rm.Orphan = true
-		return rm, nil
+	if a.Type == meta.TypeFile {
+		open, err := t.openAnywhere(ino)
+		if err != nil {
+			return rm, err
+		}
+		if open {
+			t.markOrphan(ino)
+			rm.Orphan = true
+			return rm, nil
+		}
 	}
 	return rm, t.deleteInode(ino, a)
+}
+
+// openAnywhere reports whether regular file ino is open in this client
+// (its open check or its counted opens) or in another session (see
+// open.go). This client's stale record, if any, is dropped on the way.
+func (t *txn) openAnywhere(ino meta.Ino) (bool, error) {
+	if t.isOpen(ino) || t.opens.holds(ino) {
+		return true, nil
+	}
+	return t.openElsewhere(ino)
 }
 
 // deleteInode removes an inode with everything keyed by it: attr, symlink
@@ -150,15 +167,25 @@ func (t *txn) removeDir(parent meta.Ino, p *meta.Attr, name string, ino meta.Ino
 	return t.deleteInode(ino, a)
 }
 
-// Purge deletes an orphan. Inodes that still have links, or are gone, are
-// left alone, so Purge is idempotent.
+// Purge deletes an orphan that no session holds open any more: this
+// client's own record of it is dropped unless this client still counts an
+// open of it, and another session's record keeps it (that session's last
+// release, or its end, purges it). Inodes that still have links, or are
+// gone, are left alone, so Purge is idempotent.
 func (e *Engine) Purge(ctx context.Context, ino meta.Ino) error {
 	err := e.update(ctx, func(t *txn) error {
+		if t.opens.holds(ino) {
+			return nil
+		}
 		a, err := t.attr(ino)
 		if err == syscall.ENOENT {
 			return nil
 		}
 		if err != nil || a.Nlink > 0 {
+			return err
+		}
+		elsewhere, err := t.openElsewhere(ino)
+		if err != nil || elsewhere {
 			return err
 		}
 		if err := t.unmarkOrphan(ino); err != nil {
