@@ -15,14 +15,17 @@ import (
 type ClientsFactory func(t *testing.T, n int) []meta.Engine
 
 // RunClients runs the multi-client part of the suite: what one client
-// does is visible to the others, ids never collide, and concurrent
-// renames can never build a directory cycle.
+// does is visible to the others, ids never collide, concurrent renames
+// can never build a directory cycle, and a file open on one client
+// outlives its unlink on another.
 func RunClients(t *testing.T, newClients ClientsFactory) {
 	t.Run("Visibility", func(t *testing.T) { testVisibility(t, newClients) })
 	t.Run("UniqueIDs", func(t *testing.T) { testUniqueIDs(t, newClients) })
 	t.Run("RenameCycle", func(t *testing.T) { testRenameCycle(t, newClients) })
 	t.Run("LinkCounts", func(t *testing.T) { testLinkCounts(t, newClients) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, newClients) })
+	t.Run("OpenFiles", func(t *testing.T) { testOpenFiles(t, newClients) })
+	t.Run("OpenFilesSessionEnd", func(t *testing.T) { testOpenFilesSessionEnd(t, newClients) })
 }
 
 // clients makes n formatted clients.
