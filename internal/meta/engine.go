@@ -163,8 +163,8 @@ type MknodRequest struct {
 
 // Removed describes an inode that lost a link in Unlink or Rename.
 type Removed struct {
-	Ino    Ino
-	Attr   Attr
+	Ino  Ino
+	Attr Attr
 	// Orphan: the last link is gone but the inode is kept, because this
 	// client or another session may hold it open; call Purge when this
 	// client needs it no longer (another session's last release purges

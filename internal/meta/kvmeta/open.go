@@ -56,8 +56,8 @@ func openKey(ino meta.Ino, id meta.SessionID) []byte {
 
 // openState is this client's view of the inodes it holds open.
 type openState struct {
-	mu      sync.Mutex
-	held    map[meta.Ino]*heldInode
+	mu   sync.Mutex
+	held map[meta.Ino]*heldInode
 	// pending: released, drop the record at the next flush; the value
 	// says whether the record is known to be stored.
 	pending map[meta.Ino]bool
