@@ -21,10 +21,14 @@ func (e *Engine) Unlink(ctx context.Context, parent meta.Ino, name string) (meta
 		if err != nil {
 			return err
 		}
+		// The inode first: its reads (is it open elsewhere? its chunks)
+		// then go out before any write is buffered (see sqlkv batching).
+		if rm, err = t.dropLink(ino, a); err != nil {
+			return err
+		}
 		t.tx.Delete(dentryKey(parent, name))
 		t.touchDir(parent, p)
-		rm, err = t.dropLink(ino, a)
-		return err
+		return nil
 	})
 	return rm, wrap(err, "unlink %d/%q", parent, name)
 }
