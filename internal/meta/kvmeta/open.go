@@ -119,6 +119,17 @@ func (o *openState) release(ino meta.Ino) {
 	}
 }
 
+// unrecorded notes that ino's record is (being) dropped while no open
+// holds it: a queued drop stays queued, but the next Open writes a record
+// again instead of reusing the one that was queued for dropping.
+func (o *openState) unrecorded(ino meta.Ino) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.pending[ino]; ok {
+		o.pending[ino] = false
+	}
+}
+
 // holds reports whether this client holds ino open.
 func (o *openState) holds(ino meta.Ino) bool {
 	o.mu.Lock()
@@ -254,6 +265,7 @@ func (t *txn) openElsewhere(ino meta.Ino) (bool, error) {
 	for _, id := range ids {
 		if id == t.session {
 			t.dropOpen(ino, id)
+			t.opens.unrecorded(ino)
 			continue
 		}
 		elsewhere = true
