@@ -17,7 +17,10 @@ import (
 //     and reachability; an entry whose parent is not a directory or whose
 //     inode is missing is dropped;
 //   - chunk records are the truth for slice reference counts;
-//   - the inodes are the truth for the usage counters.
+//   - the inodes are the truth for the usage counters;
+//   - the live sessions are the truth for open records: those of ended
+//     sessions or deleted inodes go, and an orphan that its ended maker
+//     left and no live session holds open is purged.
 //
 // With repair, the fixes run in one read-write transaction afterwards. A
 // mounted client could change things in between, so repair is for a volume

@@ -9,7 +9,8 @@ import (
 
 // Mknod creates an inode with one transaction of two reads (parent attr,
 // entry) and three or four writes (entry, child attr, parent attr, and a
-// symlink's target). The inode number comes from the client's reserved
+// symlink's target), plus the two keys of an open record with
+// MknodRequest.Open (open.go). The inode number comes from the client's reserved
 // batch before the transaction starts, and goes back if it is not used.
 func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, error) {
 	if err := checkMknod(req); err != nil {
