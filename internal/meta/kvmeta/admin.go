@@ -23,7 +23,7 @@ var (
 var allKinds = []byte{kindFormat, kindCounter, kindAttr, kindDentry, kindSymlink,
 	kindXattr, kindChunk, kindRefs, kindFreed, kindOrphan,
 	kindSession, kindSessionOrphan, kindSessionLock, kindFlock, kindPlock,
-	kindSessionOpen, kindOpen}
+	kindOpen}
 
 // Orphans scans the 'O' keys.
 func (e *Engine) Orphans(ctx context.Context, limit int) ([]meta.Orphan, error) {

@@ -83,7 +83,6 @@ type volumeScan struct {
 	sessions    map[meta.SessionID]bool
 	orphanIndex []sessionInode // 'o' keys
 	lockIndex   []sessionInode // 'q' keys
-	openIndex   []sessionInode // 'h' keys
 	opens       []sessionInode // 'H' keys
 	lockInos    map[meta.Ino]bool
 }
@@ -111,7 +110,6 @@ func (vs *volumeScan) scanSessions(t *txn) error {
 		{kindSession, func(k, _ []byte) bool { vs.sessions[meta.SessionID(be.Uint64(k[1:]))] = true; return true }},
 		{kindSessionOrphan, index(&vs.orphanIndex)},
 		{kindSessionLock, index(&vs.lockIndex)},
-		{kindSessionOpen, index(&vs.openIndex)},
 		{kindOpen, func(k, _ []byte) bool {
 			if len(k) == 17 {
 				vs.opens = append(vs.opens, sessionInode{meta.SessionID(be.Uint64(k[9:])), meta.Ino(be.Uint64(k[1:]))})

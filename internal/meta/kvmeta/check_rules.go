@@ -258,41 +258,21 @@ func (c *checker) checkCounters() {
 	}
 }
 
-// checkOpens validates the open records ('H' and its index 'h', see
-// open.go): both keys of a record exist, for a live session and an
-// existing inode; and an orphan is held by someone, either the live
-// session that made it or a live session's open record. An orphan whose
-// maker ended and which no live session holds open would never be purged
-// (a client crashed half-way through letting go of it): it is purged.
+// checkOpens validates the open records ('H', see open.go): each is of
+// a live session and an existing inode; and an orphan is held by someone,
+// either the live session that made it or a live session's open record.
+// An orphan whose maker ended and which no live session holds open would
+// never be purged (a client crashed half-way through letting go of it):
+// it is purged.
 func (c *checker) checkOpens() {
-	records := map[sessionInode]bool{}
 	held := map[meta.Ino]bool{}
 	for _, si := range c.vs.opens {
-		records[si] = true
-		_, exists := c.vs.attrs[si.ino]
-		switch {
-		case !exists || !c.vs.sessions[si.session]:
-			c.problem(dropOpenFix(si), "inode %d: open record of session %d, which is gone", si.ino, si.session)
-		default:
-			held[si.ino] = true
+		if _, exists := c.vs.attrs[si.ino]; !exists || !c.vs.sessions[si.session] {
+			c.problem(func(t *txn) error { t.dropOpen(si.ino, si.session); return nil },
+				"inode %d: open record of session %d, which is gone", si.ino, si.session)
+			continue
 		}
-	}
-	for _, si := range c.vs.openIndex {
-		if !records[si] {
-			c.problem(dropOpenFix(si), "session %d lists inode %d as open, but has no record of it", si.session, si.ino)
-		}
-	}
-	index := map[sessionInode]bool{}
-	for _, si := range c.vs.openIndex {
-		index[si] = true
-	}
-	for _, si := range c.vs.opens {
-		if !index[si] && c.vs.sessions[si.session] {
-			c.problem(func(t *txn) error {
-				t.tx.Set(sessionIndexKey(kindSessionOpen, si.session, si.ino), nil)
-				return nil
-			}, "inode %d: open record of session %d missing from its index", si.ino, si.session)
-		}
+		held[si.ino] = true
 	}
 	for ino, maker := range c.vs.orphans {
 		if maker == 0 || c.vs.sessions[maker] || held[ino] {
@@ -304,8 +284,4 @@ func (c *checker) checkOpens() {
 		c.problem(func(t *txn) error { return t.purgeUnused(ino, 0) },
 			"orphan %d: its session %d ended and no live session holds it open", ino, maker)
 	}
-}
-
-func dropOpenFix(si sessionInode) func(t *txn) error {
-	return func(t *txn) error { t.dropOpen(si.ino, si.session); return nil }
 }

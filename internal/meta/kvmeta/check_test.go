@@ -80,8 +80,8 @@ func TestCheckRepairs(t *testing.T) {
 }
 
 // TestCheckOpenRecords checks fsck's rules for open records: records of
-// ended sessions go, the two keys of a record agree, and an orphan that
-// no live session holds (a crash half-way through letting go) is purged.
+// ended sessions and missing inodes go, and an orphan that no live
+// session holds (a crash half-way through letting go) is purged.
 func TestCheckOpenRecords(t *testing.T) {
 	e, _, ctx := newTestEngine(t)
 	live, err := e.BeginSession(ctx, meta.SessionInfo{Host: "x"})
@@ -104,16 +104,16 @@ func TestCheckOpenRecords(t *testing.T) {
 			tx.Set(attrKey(x.ino), encodeAttr(x.a))
 			tx.Set(orphanKey(x.ino), orphanValue(90, 1)) // made by ended session 90
 		}
-		tx.Set(openKey(o.Ino, 91), nil) // ended session 91, no index entry
-		tx.Set(sessionIndexKey(kindSessionOpen, 92, o.Ino), nil)
-		tx.Set(openKey(kept.Ino, live), nil) // the live session holds kept, index missing
+		tx.Set(openKey(o.Ino, 91), nil)      // ended session 91
+		tx.Set(openKey(555, live), nil)      // a missing inode
+		tx.Set(openKey(kept.Ino, live), nil) // the live session holds kept
 	})
 	rep, err := e.Check(ctx, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wants := []string{"open record of session 91, which is gone", "session 92 lists inode",
-		"open record of session " + fmt.Sprint(live) + " missing from its index", "its session 90 ended"}
+	wants := []string{"open record of session 91, which is gone",
+		"inode 555: open record of session " + fmt.Sprint(live), "its session 90 ended"}
 	all := strings.Join(rep.Problems, "\n")
 	for _, w := range wants {
 		if !strings.Contains(all, w) {

@@ -39,8 +39,7 @@
 //	'F'                    → format JSON (volume settings, version)
 //	'N' name               → counters (next ids, usage)
 //	'E' session            → session JSON (heartbeat)
-//	'o'/'q'/'h' session ino → what a session holds: orphans, locked inodes,
-//	                         open files
+//	'o'/'q' session ino    → what a session holds: orphans, locked inodes
 //	'H' ino session        → ino is open in session (see open.go)
 //	'Q' ino, 'P' ino       → flock and fcntl lock records of an inode
 //
@@ -69,9 +68,9 @@
 //
 // The Engine implements meta.Sessions and meta.Locker (session.go,
 // lock.go): locks are records under the inode, qualified by the session of
-// the client that took them; orphans, locks and open files are indexed by
-// session so that ending or reclaiming a session releases exactly what it
-// held. It implements meta.OpenTracker (open.go): which sessions hold
+// the client that took them; orphans and locks are indexed by session,
+// and open files are recorded with their session, so that ending or
+// reclaiming a session releases exactly what it held. It implements meta.OpenTracker (open.go): which sessions hold
 // which files open, so that a file open anywhere outlives its last name.
 //
 // # Admin work

@@ -24,7 +24,6 @@ const (
 	kindSession       = 'E' // E session → session JSON
 	kindSessionOrphan = 'o' // o session ino → "": orphans a session made
 	kindSessionLock   = 'q' // q session ino → "": inodes a session locks
-	kindSessionOpen   = 'h' // h session ino → "": inodes a session holds open
 	kindOpen          = 'H' // H ino session → "": ino is open in session
 	kindFlock         = 'Q' // Q ino → flock records
 	kindPlock         = 'P' // P ino → fcntl lock records

@@ -21,7 +21,9 @@ import (
 //
 //	'o' session ino → ""    orphan created by the session (see 'O')
 //	'q' session ino → ""    the session holds locks on ino
-//	'h' session ino → ""    the session holds ino open (see open.go, 'H')
+//
+// Open files are recorded per inode ('H' ino session, see open.go), not
+// indexed per session: ending a session scans them all.
 //
 // Ending a session (EndSession, or ReclaimSessions for a dead one) first
 // marks it reclaiming, which makes its heartbeats fail with
