@@ -25,11 +25,11 @@ func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, 
 	err = e.update(ctx, func(t *txn) error {
 		var err error
 		if ent, err = t.mknod(ino, req); err == nil && req.Open {
-			op.open(t, ent.Ino, &ent.Attr)
+			op.open(t, ent.Ino, ino)
 		}
 		return err
 	})
-	op.done(err)
+	op.done(err, ino)
 	if err != nil || ent.Ino != ino {
 		e.inodes.giveBack(uint64(ino))
 	}
@@ -50,8 +50,9 @@ type opener struct {
 }
 
 // open counts ino open (once per call, whatever the attempts) and records
-// it in t unless a stored record is known.
-func (o *opener) open(t *txn, ino meta.Ino, a *meta.Attr) {
+// it in t unless a stored record is known. fresh is the inode number
+// Mknod allocated: ino is new when it is that one.
+func (o *opener) open(t *txn, ino, fresh meta.Ino) {
 	if o.ino != ino {
 		if o.ino != 0 {
 			o.opens.release(o.ino)
@@ -60,18 +61,24 @@ func (o *opener) open(t *txn, ino meta.Ino, a *meta.Attr) {
 		o.write = o.opens.acquire(ino)
 	}
 	if o.write {
-		t.recordOpen(ino, a)
+		if a, err := t.attr(ino); err == nil {
+			t.recordOpen(ino, a, ino == fresh)
+		}
 	}
 }
 
-// done settles the count once the transaction is over.
-func (o *opener) done(err error) {
+// done settles the count once the transaction is over; a new inode's
+// record is one this client knows the fate of (openState.created).
+func (o *opener) done(err error, fresh meta.Ino) {
 	switch {
 	case o.ino == 0:
 	case err != nil:
 		o.opens.release(o.ino)
 	case o.write:
 		o.opens.recorded(o.ino)
+		if o.ino == fresh {
+			o.opens.noteCreated(o.ino)
+		}
 	}
 }
 

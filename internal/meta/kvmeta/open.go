@@ -68,6 +68,44 @@ type openState struct {
 	// pending: released, drop the record at the next flush; the value
 	// says whether the record is known to be stored.
 	pending map[meta.Ino]bool
+	// created: inodes this client created open (Mknod with Open), whose
+	// record it wrote and so knows about: it is stored while held or
+	// pending, and gone after. At most maxCreated (then unknown).
+	created map[meta.Ino]bool
+}
+
+// maxCreated bounds openState.created; past it, unlinks scan.
+const maxCreated = 1 << 16
+
+// noteCreated remembers that this client created ino with its record.
+func (o *openState) noteCreated(ino meta.Ino) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.created == nil {
+		o.created = map[meta.Ino]bool{}
+	}
+	if len(o.created) < maxCreated {
+		o.created[ino] = true
+	}
+}
+
+// ownRecord reports whether this client knows the state of its record of
+// ino (it created ino) and, if so, whether the record is stored. The
+// caller has checked that ino is not held.
+func (o *openState) ownRecord(ino meta.Ino) (known, stored bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.created[ino] {
+		return false, false
+	}
+	return true, o.pending[ino]
+}
+
+// forget drops what this client knows of a deleted inode.
+func (o *openState) forget(ino meta.Ino) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.created, ino)
 }
 
 // heldInode counts the opens of one inode not yet released.
@@ -187,6 +225,7 @@ func (o *openState) reset() {
 	defer o.mu.Unlock()
 	clear(o.held)
 	clear(o.pending)
+	clear(o.created)
 }
 
 // Open implements meta.OpenTracker.
@@ -205,7 +244,7 @@ func (e *Engine) Open(ctx context.Context, ino meta.Ino, mask uint32) (meta.Attr
 			return err
 		}
 		if write {
-			t.recordOpen(ino, a)
+			t.recordOpen(ino, a, false)
 		}
 		out = *a
 		return nil
@@ -233,12 +272,17 @@ func (e *Engine) Release(ctx context.Context, ino meta.Ino) error {
 }
 
 // recordOpen stores that this client's session holds regular file ino
-// open (other types never become orphans).
-func (t *txn) recordOpen(ino meta.Ino, a *meta.Attr) {
+// open (other types never become orphans). Unless the transaction
+// created ino (fresh), the inode is flagged flagOpened.
+func (t *txn) recordOpen(ino meta.Ino, a *meta.Attr, fresh bool) {
 	if t.session == 0 || a.Type != meta.TypeFile {
 		return
 	}
 	t.tx.Set(openKey(ino, t.session), nil)
+	if !fresh && t.flags[ino]&flagOpened == 0 {
+		t.flags[ino] |= flagOpened
+		t.touch(ino)
+	}
 }
 
 // dropOpen deletes session id's record of ino.
@@ -403,7 +447,7 @@ func (e *Engine) recordHeld(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				t.recordOpen(ino, a)
+				t.recordOpen(ino, a, false)
 			}
 			return nil
 		})

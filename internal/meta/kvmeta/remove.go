@@ -84,9 +84,21 @@ func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
 // openAnywhere reports whether regular file ino is open in this client
 // (its open check or its counted opens) or in another session (see
 // open.go). This client's stale record, if any, is dropped on the way.
+// An inode this client created and nobody else recorded open since
+// (flagOpened clear) can have no record but this client's, whose fate it
+// knows: then there is nothing to read.
 func (t *txn) openAnywhere(ino meta.Ino) (bool, error) {
 	if t.isOpen(ino) || t.opens.holds(ino) {
 		return true, nil
+	}
+	if t.flags[ino]&flagOpened == 0 {
+		if known, stored := t.opens.ownRecord(ino); known {
+			if stored {
+				t.dropOpen(ino, t.session)
+				t.opens.unrecorded(ino)
+			}
+			return false, nil
+		}
 	}
 	return t.openElsewhere(ino)
 }
@@ -116,6 +128,9 @@ func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
 	}
 	t.drop(ino)
 	t.files--
+	if t.opens != nil {
+		t.opens.forget(ino)
+	}
 	return nil
 }
 

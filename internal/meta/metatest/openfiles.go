@@ -123,6 +123,27 @@ func testOpenFiles(t *testing.T, newClients ClientsFactory) {
 	wantGone(b, f.Ino, sf, "unlinked file after its release")
 	b.wantFreed(sf2, true)
 	wantGone(b, g.Ino, sg, "renamed-over file after its releases")
+
+	// Created open and released on a, then opened on b (by open, and by
+	// a create of the existing name): a's unlink must see b's records.
+	tb := b.e.(meta.OpenTracker)
+	for _, byCreate := range []bool{false, true} {
+		h, err := a.e.Mknod(a.ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "h", Type: meta.TypeFile, Mode: 0o644, Exclusive: true, Open: true})
+		a.check(err, "create open on a")
+		sh := a.write(h.Ino, 0, 20)
+		a.check(ta.Release(a.ctx, h.Ino), "release on a")
+		if byCreate {
+			_, err = b.e.Mknod(b.ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "h", Type: meta.TypeFile, Mode: 0o644, Open: true})
+		} else {
+			_, err = tb.Open(b.ctx, h.Ino, meta.MayRead)
+		}
+		b.check(err, "open on b")
+		rm, err = a.e.Unlink(a.ctx, meta.RootIno, "h")
+		removeOn(a, rm, err, "unlink on the creator")
+		wantAlive(b, h.Ino, sh, "file the creator unlinked while b holds it")
+		b.check(tb.Release(b.ctx, h.Ino), "release on b")
+		wantGone(a, h.Ino, sh, "file after b's release")
+	}
 }
 
 // testOpenFilesSessionEnd checks that the end of the holder's session,
