@@ -26,6 +26,14 @@ import (
 // orphan is purged by whoever drops the last record: a client's deferred
 // release, Purge, or the end or reclaim of the last holding session.
 //
+// The unlink's scan is skipped when the unlinking client created the
+// file open itself and nobody recorded it open since: Open (and a create
+// of an existing name, and re-recording after a lost session) sets the
+// inode's flagOpened, so without the flag only the creator's record can
+// exist, and the creator knows whether it is still stored
+// (openState.created). That is the create, close, unlink of temporary
+// files and of the benchmarks.
+//
 // Cost. A client records an inode once however many handles it opens
 // (openState counts them in memory), in the transaction that already
 // writes when there is one (Mknod with MknodRequest.Open). An Open of an
