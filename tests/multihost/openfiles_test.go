@@ -20,8 +20,8 @@ func TestOpenFileOutlivesRemoval(t *testing.T) {
 		v := b.newVolume(t)
 		ms := mountN(t, v, 2, fastSessions...)
 		a, bm := ms[0], ms[1]
-		unlinked := openWritten(t, a.Path("unlinked"), randBytes(1, 300<<10))
-		replaced := openWritten(t, a.Path("replaced"), randBytes(2, 70000))
+		unlinked := openWritten(t, a.Path("unlinked"), randBytes(1, 300<<10), "")
+		replaced := openWritten(t, a.Path("replaced"), randBytes(2, 70000), bm.Path("replaced"))
 		writeFile(t, a.Path("new"), []byte("the replacement"), false)
 		before := waitUsedInodes(t, bm, 4, "three files and the root")
 
@@ -46,7 +46,7 @@ func TestOpenFileOutlivesRemoval(t *testing.T) {
 
 		// a dies holding an unlinked file open: b reclaims it with a's
 		// session (3 s timeout).
-		doomed := openWritten(t, a.Path("doomed"), randBytes(3, 5000))
+		doomed := openWritten(t, a.Path("doomed"), randBytes(3, 5000), "")
 		waitUsedInodes(t, bm, before-1, "with the doomed file")
 		if err := os.Remove(bm.Path("doomed")); err != nil {
 			t.Fatal(err)
@@ -65,10 +65,17 @@ type openFile struct {
 	data []byte
 }
 
-// openWritten creates path, writes data, fsyncs and keeps it open.
-func openWritten(t *testing.T, path string, data []byte) *openFile {
+// openWritten creates path, writes data, fsyncs and keeps it open. With
+// a creator path (the same file on another mount), the file is created
+// there and opened here: an open of an existing file, not a create.
+func openWritten(t *testing.T, path string, data []byte, creator string) *openFile {
 	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	flags := os.O_CREATE | os.O_EXCL | os.O_RDWR
+	if creator != "" {
+		writeFile(t, creator, nil, false)
+		flags = os.O_RDWR
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
