@@ -63,10 +63,13 @@ import (
 // learn them).
 //
 // Races. Every transaction that drops a record or decides an inode is
-// open nowhere reads the records it acts on and checks this client's
-// counts inside the transaction, and every Open that writes a record
-// reads the inode, so an Open racing with a drop or an unlink conflicts
-// with it in the store and one of them runs again.
+// open nowhere reads the records it acts on (or, on the creator's fast
+// path, the inode's flagOpened, which any other client's recording
+// writes) and checks this client's counts inside the transaction; every
+// Open that writes a record reads the inode. So an Open racing with a
+// drop or an unlink conflicts with it in the store, and one of them runs
+// again. (As before, an open and an unlink racing in one mount may order
+// either way: the open then fails with ENOENT or keeps the file.)
 
 var _ meta.OpenTracker = (*Engine)(nil)
 
