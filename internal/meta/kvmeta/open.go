@@ -68,8 +68,11 @@ import (
 // writes) and checks this client's counts inside the transaction; every
 // Open that writes a record reads the inode. So an Open racing with a
 // drop or an unlink conflicts with it in the store, and one of them runs
-// again. (As before, an open and an unlink racing in one mount may order
-// either way: the open then fails with ENOENT or keeps the file.)
+// again. Within one client, an Open that reuses a record (a read-only
+// transaction) and an unlink of the same inode are ordered only by the
+// counts, read in the unlink's transaction, as they were by the vfs's
+// check before records existed: in a narrow window the open can win and
+// still lose the inode.
 
 var _ meta.OpenTracker = (*Engine)(nil)
 
