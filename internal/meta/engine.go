@@ -42,9 +42,10 @@ type Engine interface {
 	// Link adds a hard link to ino as parent/name. EPERM for directories.
 	Link(ctx context.Context, ino Ino, parent Ino, name string) (Entry, error)
 	// Unlink removes a non-directory entry. EISDIR for a directory.
-	// When the inode's last link goes, the inode becomes an orphan and
-	// Removed.Orphan is set: the caller calls Purge once no open handle
-	// needs it.
+	// When the inode's last link goes while it may be open (in this
+	// client or, with an OpenTracker, in any session), it becomes an
+	// orphan and Removed.Orphan is set: the caller calls Purge once it
+	// needs the inode no longer.
 	Unlink(ctx context.Context, parent Ino, name string) (Removed, error)
 	// Rmdir removes an empty directory: ENOTEMPTY, ENOTDIR.
 	Rmdir(ctx context.Context, parent Ino, name string) error
@@ -111,7 +112,9 @@ type Engine interface {
 
 	// Purge deletes an orphan inode (no links left) with its data
 	// references; the freed slices become visible to FreedSlices. It is a
-	// no-op for an inode that still has links or does not exist.
+	// no-op for an inode that still has links or does not exist, and,
+	// with an OpenTracker, for one that a client still holds open (its
+	// last release purges it then).
 	Purge(ctx context.Context, ino Ino) error
 	// FreedSlices returns up to limit slices whose last reference is gone
 	// (ID and Size set): their objects may be deleted.
@@ -156,13 +159,22 @@ type MknodRequest struct {
 	// Exclusive returns EEXIST if the name exists. Without it, an
 	// existing regular file is returned as is (open with O_CREAT).
 	Exclusive bool
+	// Open counts the regular file created (or returned) as opened by
+	// this client, as OpenTracker.Open does, in the same transaction; the
+	// caller then owes one OpenTracker.Release. Engines that are not an
+	// OpenTracker ignore it.
+	Open bool
 }
 
 // Removed describes an inode that lost a link in Unlink or Rename.
 type Removed struct {
-	Ino    Ino
-	Attr   Attr
-	Orphan bool // the last link is gone; Purge when no handle is open
+	Ino  Ino
+	Attr Attr
+	// Orphan: the last link is gone but the inode is kept, because this
+	// client or another session may hold it open; call Purge when this
+	// client needs it no longer (another session's last release purges
+	// it there).
+	Orphan bool
 }
 
 // Rename flags, as renameat2(2).
@@ -207,16 +219,33 @@ type CopyRequest struct {
 	Len    uint64
 }
 
-// OpenTracker is implemented by engines that can delete an unlinked inode
-// in the same transaction as its last unlink when the client does not hold
-// it open, instead of leaving an orphan for a later Purge: one transaction
-// per unlink instead of two. The vfs registers its open-file check.
+// OpenTracker is implemented by engines that know which clients hold which
+// files open, so that a file open anywhere outlives the unlink (or rename
+// over) of its last name until its last release in any session, as on one
+// local disk. The engine records opens per session (meta.Sessions): the
+// end or reclaim of a session lets go of everything it held open. It also
+// deletes an unlinked inode in the same transaction as its last unlink
+// when no client holds it open, instead of leaving an orphan for a later
+// Purge: one transaction per unlink instead of two.
 type OpenTracker interface {
 	// SetOpenCheck registers isOpen, which reports whether this client
 	// holds ino open. It is called inside engine transactions and must
 	// not call the engine. nil restores the default (every unlinked
 	// regular file becomes an orphan).
 	SetOpenCheck(isOpen func(Ino) bool)
+	// Open checks that the caller may open ino for mask (MayRead,
+	// MayWrite bits: EACCES; EISDIR for a directory and MayWrite),
+	// returns its attributes and counts one open of ino by this client;
+	// the first open of a regular file is recorded under this client's
+	// session in the same transaction. Every successful Open (and Mknod
+	// with Open) is matched by one Release.
+	Open(ctx context.Context, ino Ino, mask uint32) (Attr, error)
+	// Release counts one open of ino less. The last one lets go of the
+	// record; the engine may defer that (and the purge of an orphan that
+	// no other session holds open) to a background flush, so Release
+	// itself need not touch the store. A deferred drop only delays a
+	// purge: the end of the session drops what is left.
+	Release(ctx context.Context, ino Ino) error
 }
 
 // Syncer is implemented by engines that can make every committed operation

@@ -100,7 +100,7 @@ func (fs *FS) Setattr(ctx context.Context, ino meta.Ino, req SetattrRequest) (me
 		}
 		f := fs.acquire(ino)
 		attr, err = fs.truncate(ctx, f, req.Size)
-		_ = fs.release(ctx, f)
+		_ = fs.release(ctx, f, false /* not an engine open */)
 		if err != nil {
 			return meta.Attr{}, err
 		}

@@ -25,9 +25,18 @@
 //
 // # Unlinked files
 //
-// When the last name of an inode goes while this mount holds it open, the
-// engine keeps it as an orphan; the last Release purges it. An inode not
-// open here is purged at once.
+// When the last name of an inode goes while this mount or any other holds
+// it open, the engine keeps it as an orphan; it is purged when the last
+// holder lets go. With a meta.OpenTracker engine the vfs tells the engine
+// of every handle: Open (one call that reads the attributes, checks
+// access and, for the first open of the inode in this mount, records it
+// under the mount's session) or Create (Mknod with Open, recorded in the
+// create's own transaction), and a Release per handle release, after the
+// last one's flush. The engine drops the record in the background and
+// purges an orphan nobody else holds; an orphan this mount unlinked is
+// purged by its last Release at once. A mount that dies is reclaimed with
+// its session, which drops its records. An inode open nowhere is deleted
+// by the unlink itself.
 //
 // # Sessions and fenced locks
 //

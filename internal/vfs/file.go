@@ -59,8 +59,11 @@ func (fs *FS) acquire(ino meta.Ino) *file {
 }
 
 // release drops a reference; the last one flushes, closes and forgets the
-// file, and purges it if it was unlinked meanwhile.
-func (fs *FS) release(ctx context.Context, f *file) error {
+// file. With tracked (an open the engine counted) the engine is told
+// next, after the flush: its last release may purge an orphan that
+// another mount unlinked. Last, an inode this mount unlinked meanwhile is
+// purged (a no-op while another session holds it open).
+func (fs *FS) release(ctx context.Context, f *file, tracked bool) error {
 	fs.mu.Lock()
 	f.refs--
 	last := f.refs == 0
@@ -68,11 +71,16 @@ func (fs *FS) release(ctx context.Context, f *file) error {
 		delete(fs.files, f.ino)
 	}
 	fs.mu.Unlock()
-	if !last {
-		return nil
+	var err error
+	if last {
+		err = f.close(ctx)
 	}
-	err := f.close(ctx)
-	if f.orphan {
+	if tracked {
+		if rerr := fs.tracker.Release(ctx, f.ino); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if last && f.orphan {
 		if perr := fs.engine.Purge(ctx, f.ino); perr != nil && err == nil {
 			err = perr
 		}

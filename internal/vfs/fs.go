@@ -64,7 +64,10 @@ type FS struct {
 	engine meta.Engine
 	data   *data.Store
 	cfg    Config
-	log    *slog.Logger
+	// tracker is the engine as a meta.OpenTracker, or nil: opens are
+	// then this mount's business only.
+	tracker meta.OpenTracker
+	log     *slog.Logger
 
 	mu      sync.Mutex
 	files   map[meta.Ino]*file // inodes with open handles
@@ -100,6 +103,7 @@ func New(engine meta.Engine, store *data.Store, cfg Config) *FS {
 	fs.fence.log, fs.fence.locked = fs.log, fs.lockedInodes
 	if t, ok := engine.(meta.OpenTracker); ok {
 		t.SetOpenCheck(fs.isOpen)
+		fs.tracker = t
 	}
 	fs.compactor = newCompactor(fs)
 	fs.cleaner = newCleaner(fs)

@@ -28,6 +28,9 @@ type handle struct {
 	// through this handle (0: none): its writes, fsyncs and lock calls
 	// are fenced (fence.go).
 	lockEpoch atomic.Uint64
+	// tracked: the engine counted this handle's open (meta.OpenTracker);
+	// its release owes the engine a Release.
+	tracked bool
 }
 
 // OpenResult says how the kernel may cache an opened file.
@@ -46,12 +49,12 @@ type OpenResult struct {
 func (fs *FS) Create(ctx context.Context, parent meta.Ino, name string, mode uint32, flags uint32) (meta.Entry, OpenResult, error) {
 	e, err := fs.engine.Mknod(ctx, meta.MknodRequest{
 		Parent: parent, Name: name, Type: meta.TypeFile, Mode: uint16(mode & 07777),
-		Exclusive: flags&syscall.O_EXCL != 0,
+		Exclusive: flags&syscall.O_EXCL != 0, Open: fs.tracker != nil,
 	})
 	if err != nil {
 		return meta.Entry{}, OpenResult{}, err
 	}
-	res, attr, err := fs.openInode(ctx, e.Ino, e.Attr, flags)
+	res, attr, err := fs.openInode(ctx, e.Ino, e.Attr, flags, fs.tracker != nil)
 	e.Attr = attr
 	return e, res, err
 }
@@ -59,7 +62,19 @@ func (fs *FS) Create(ctx context.Context, parent meta.Ino, name string, mode uin
 // Open opens an existing inode with flags (O_RDONLY/O_WRONLY/O_RDWR,
 // O_TRUNC, O_APPEND...). Permission checks are the engine's (Access) or
 // the kernel's.
+//
+// With a meta.OpenTracker engine, one engine call reads the attributes,
+// checks access and records the open, so that the file outlives an
+// unlink on another mount until this handle's Release.
 func (fs *FS) Open(ctx context.Context, ino meta.Ino, flags uint32) (OpenResult, error) {
+	if fs.tracker != nil {
+		attr, err := fs.tracker.Open(ctx, ino, accessMask(flags))
+		if err != nil {
+			return OpenResult{}, err
+		}
+		res, _, err := fs.openInode(ctx, ino, attr, flags, true)
+		return res, err
+	}
 	attr, err := fs.engine.Getattr(ctx, ino)
 	if err != nil {
 		return OpenResult{}, err
@@ -70,7 +85,7 @@ func (fs *FS) Open(ctx context.Context, ino meta.Ino, flags uint32) (OpenResult,
 	if err := fs.engine.Access(ctx, ino, accessMask(flags)); err != nil {
 		return OpenResult{}, err
 	}
-	res, _, err := fs.openInode(ctx, ino, attr, flags)
+	res, _, err := fs.openInode(ctx, ino, attr, flags, false)
 	return res, err
 }
 
@@ -88,19 +103,20 @@ func accessMask(flags uint32) uint32 {
 }
 
 // openInode registers a handle, applies O_TRUNC and decides page caching.
-func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags uint32) (OpenResult, meta.Attr, error) {
+// tracked says the engine counted the open (see handle.tracked).
+func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags uint32, tracked bool) (OpenResult, meta.Attr, error) {
 	f := fs.acquire(ino)
 	if flags&syscall.O_TRUNC != 0 && attr.Type == meta.TypeFile && attr.Length > 0 {
 		a, err := fs.truncate(ctx, f, 0)
 		if err != nil {
-			_ = fs.release(ctx, f)
+			_ = fs.release(ctx, f, tracked)
 			return OpenResult{}, attr, err
 		}
 		attr = a
 	}
 	f.refresh(attr)
 	direct := flags&syscall.O_DIRECT != 0
-	h := &handle{file: f, flags: flags, reader: fs.data.NewReader(ino), direct: direct}
+	h := &handle{file: f, flags: flags, reader: fs.data.NewReader(ino), direct: direct, tracked: tracked}
 	h.reader.SetList(f.chunk) // read-ahead continues into the next chunk
 	fs.mu.Lock()
 	fs.nextFh++
@@ -261,5 +277,5 @@ func (fs *FS) Release(ctx context.Context, fh Fh) error {
 	if !ok {
 		return syscall.EBADF
 	}
-	return fs.release(ctx, h.file)
+	return fs.release(ctx, h.file, h.tracked)
 }

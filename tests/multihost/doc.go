@@ -17,6 +17,10 @@
 //     across mounts (F_GETLK names the holder), and are released on
 //     unlock, close, kill -9 of the holder and expiry of a killed mount's
 //     session (which also drops it from `shoal status`).
+//   - openfiles_test.go: a file open on one mount stays readable and
+//     writable (fstat, pread, pwrite, fsync) after another mount unlinks
+//     it or renames a file over it; its inode goes at the last close, or
+//     with the holder's session when the holder is killed.
 //   - restart_test.go: PostgreSQL, Redis and MinIO restart under a busy
 //     mount; operations wait or fail with EIO but never return wrong data,
 //     everything whose fsync succeeded is intact, and the mount works again

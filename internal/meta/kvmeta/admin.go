@@ -23,7 +23,8 @@ var (
 // allKinds are the key kinds a dump carries, in the order it writes them.
 var allKinds = []byte{kindFormat, kindCounter, kindAttr, kindDentry, kindSymlink,
 	kindXattr, kindChunk, kindRefs, kindFreed, kindOrphan,
-	kindSession, kindSessionOrphan, kindSessionLock, kindFlock, kindPlock, kindQuota}
+	kindSession, kindSessionOrphan, kindSessionLock, kindFlock, kindPlock, kindQuota,
+	kindOpen}
 
 // Orphans scans the 'O' keys.
 func (e *Engine) Orphans(ctx context.Context, limit int) ([]meta.Orphan, error) {

@@ -17,7 +17,10 @@ import (
 //     and reachability; an entry whose parent is not a directory or whose
 //     inode is missing is dropped;
 //   - chunk records are the truth for slice reference counts;
-//   - the inodes are the truth for the usage counters.
+//   - the inodes are the truth for the usage counters;
+//   - the live sessions are the truth for open records: those of ended
+//     sessions or deleted inodes go, and an orphan that its ended maker
+//     left and no live session holds open is purged.
 //
 // With repair, the fixes run in one read-write transaction afterwards. A
 // mounted client could change things in between, so repair is for a volume
@@ -80,6 +83,7 @@ type volumeScan struct {
 	sessions    map[meta.SessionID]bool
 	orphanIndex []sessionInode // 'o' keys
 	lockIndex   []sessionInode // 'q' keys
+	opens       []sessionInode // 'H' keys
 	lockInos    map[meta.Ino]bool
 }
 
@@ -106,6 +110,12 @@ func (vs *volumeScan) scanSessions(t *txn) error {
 		{kindSession, func(k, _ []byte) bool { vs.sessions[meta.SessionID(be.Uint64(k[1:]))] = true; return true }},
 		{kindSessionOrphan, index(&vs.orphanIndex)},
 		{kindSessionLock, index(&vs.lockIndex)},
+		{kindOpen, func(k, _ []byte) bool {
+			if len(k) == 17 {
+				vs.opens = append(vs.opens, sessionInode{meta.SessionID(be.Uint64(k[9:])), meta.Ino(be.Uint64(k[1:]))})
+			}
+			return true
+		}},
 		{kindFlock, func(k, _ []byte) bool { vs.lockInos[meta.Ino(be.Uint64(k[1:]))] = true; return true }},
 		{kindPlock, func(k, _ []byte) bool { vs.lockInos[meta.Ino(be.Uint64(k[1:]))] = true; return true }},
 	}
@@ -243,5 +253,6 @@ func (c *checker) run() {
 	c.checkSlices()
 	c.checkXattrs()
 	c.checkSessions()
+	c.checkOpens()
 	c.checkCounters()
 }

@@ -257,3 +257,31 @@ func (c *checker) checkCounters() {
 		}, "usage counters: %d bytes %d inodes, recount %d bytes %d inodes", c.vs.space, c.vs.files, space, files)
 	}
 }
+
+// checkOpens validates the open records ('H', see open.go): each is of
+// a live session and an existing inode; and an orphan is held by someone,
+// either the live session that made it or a live session's open record.
+// An orphan whose maker ended and which no live session holds open would
+// never be purged (a client crashed half-way through letting go of it):
+// it is purged.
+func (c *checker) checkOpens() {
+	held := map[meta.Ino]bool{}
+	for _, si := range c.vs.opens {
+		if _, exists := c.vs.attrs[si.ino]; !exists || !c.vs.sessions[si.session] {
+			c.problem(func(t *txn) error { t.dropOpen(si.ino, si.session); return nil },
+				"inode %d: open record of session %d, which is gone", si.ino, si.session)
+			continue
+		}
+		held[si.ino] = true
+	}
+	for ino, maker := range c.vs.orphans {
+		if maker == 0 || c.vs.sessions[maker] || held[ino] {
+			continue
+		}
+		if _, ok := c.vs.attrs[ino]; !ok {
+			continue // checkInodes reports it
+		}
+		c.problem(func(t *txn) error { return t.purgeUnused(ino, 0) },
+			"orphan %d: its session %d ended and no live session holds it open", ino, maker)
+	}
+}

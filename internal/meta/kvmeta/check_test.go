@@ -2,6 +2,7 @@ package kvmeta
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -75,5 +76,63 @@ func TestCheckRepairs(t *testing.T) {
 	}
 	if err := e.Flock(ctx, f.Ino, 1, meta.LockWrite); err != nil {
 		t.Fatalf("the dead session's lock survived repair: %v", err)
+	}
+}
+
+// TestCheckOpenRecords checks fsck's rules for open records: records of
+// ended sessions and missing inodes go, and an orphan that no live
+// session holds (a crash half-way through letting go) is purged.
+func TestCheckOpenRecords(t *testing.T) {
+	e, _, ctx := newTestEngine(t)
+	live, err := e.BeginSession(ctx, meta.SessionInfo{Host: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "o", Type: meta.TypeFile, Mode: 0o644})
+	kept, _ := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "kept", Type: meta.TypeFile, Mode: 0o644})
+	oAttr, _ := e.Getattr(ctx, o.Ino)
+	oAttr.Nlink = 0
+	kAttr, _ := e.Getattr(ctx, kept.Ino)
+	kAttr.Nlink = 0
+	corrupt(t, e, func(tx kv.Tx) {
+		for _, x := range []struct {
+			name string
+			ino  meta.Ino
+			a    *meta.Attr
+		}{{"o", o.Ino, &oAttr}, {"kept", kept.Ino, &kAttr}} {
+			tx.Delete(dentryKey(meta.RootIno, x.name))
+			tx.Set(attrKey(x.ino), encodeAttr(x.a))
+			tx.Set(orphanKey(x.ino), orphanValue(90, 1)) // made by ended session 90
+		}
+		tx.Set(openKey(o.Ino, 91), nil)      // ended session 91
+		tx.Set(openKey(555, live), nil)      // a missing inode
+		tx.Set(openKey(kept.Ino, live), nil) // the live session holds kept
+	})
+	rep, err := e.Check(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wants := []string{"open record of session 91, which is gone",
+		"inode 555: open record of session " + fmt.Sprint(live), "its session 90 ended"}
+	all := strings.Join(rep.Problems, "\n")
+	for _, w := range wants {
+		if !strings.Contains(all, w) {
+			t.Errorf("problem %q not reported in:\n%s", w, all)
+		}
+	}
+	if strings.Count(all, "ended and no live session") != 1 {
+		t.Errorf("want only orphan %d reported as unheld:\n%s", o.Ino, all)
+	}
+	if rep, err = e.Check(ctx, true); err != nil || rep.Repaired != len(wants) {
+		t.Fatalf("repair: %+v %v", rep, err)
+	}
+	if rep, err = e.Check(ctx, false); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("after repair: %v %v", rep.Problems, err)
+	}
+	if _, err := e.Getattr(ctx, o.Ino); err == nil {
+		t.Fatal("unheld orphan survived repair")
+	}
+	if _, err := e.Getattr(ctx, kept.Ino); err != nil {
+		t.Fatalf("orphan held by a live session: %v", err)
 	}
 }

@@ -129,8 +129,9 @@ func (e *Engine) flushLoop(every time.Duration) {
 		case <-e.stop:
 			return
 		case <-tick.C:
-			// A failed flush keeps its deltas for the next tick, and a
-			// failed refresh keeps the quota list it had.
+			// A failed flush keeps its deltas (and drops) for the next tick,
+			// and a failed refresh keeps the quota list it had.
+			_ = e.flushReleases(context.Background())
 			_ = e.flushUsage(context.Background())
 			if ticks%quotaRefresh == 0 && e.cachedFormat() != nil {
 				_ = e.refreshQuotas(context.Background())

@@ -9,7 +9,8 @@ import (
 
 // Mknod creates an inode with one transaction of two reads (parent attr,
 // entry) and three or four writes (entry, child attr, parent attr, and a
-// symlink's target). The inode number comes from the client's reserved
+// symlink's target), plus the two keys of an open record with
+// MknodRequest.Open (open.go). The inode number comes from the client's reserved
 // batch before the transaction starts, and goes back if it is not used.
 func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, error) {
 	if err := checkMknod(req); err != nil {
@@ -20,11 +21,15 @@ func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, 
 		return meta.Entry{}, wrap(err, "mknod %d/%q", req.Parent, req.Name)
 	}
 	var ent meta.Entry
+	var op opener
 	err = e.update(ctx, func(t *txn) error {
 		var err error
-		ent, err = t.mknod(ino, req)
+		if ent, err = t.mknod(ino, req); err == nil && req.Open {
+			op.open(t, ent.Ino, ino)
+		}
 		return err
 	})
+	op.done(err, ino)
 	if err != nil || ent.Ino != ino {
 		e.inodes.giveBack(uint64(ino))
 	}
@@ -32,6 +37,49 @@ func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, 
 		return meta.Entry{}, wrap(err, "mknod %d/%q", req.Parent, req.Name)
 	}
 	return ent, nil
+}
+
+// opener counts and records an open made inside a write transaction that
+// may run more than once (Mknod with MknodRequest.Open). The count is
+// taken inside the transaction, so that a concurrent drop of an older
+// record of the same inode either sees it or conflicts with the write.
+type opener struct {
+	opens *openState
+	ino   meta.Ino
+	write bool
+}
+
+// open counts ino open (once per call, whatever the attempts) and records
+// it in t unless a stored record is known. fresh is the inode number
+// Mknod allocated: ino is new when it is that one.
+func (o *opener) open(t *txn, ino, fresh meta.Ino) {
+	if o.ino != ino {
+		if o.ino != 0 {
+			o.opens.release(o.ino)
+		}
+		o.opens, o.ino = t.opens, ino
+		o.write = o.opens.acquire(ino)
+	}
+	if o.write {
+		if a, err := t.attr(ino); err == nil {
+			t.recordOpen(ino, a, ino == fresh)
+		}
+	}
+}
+
+// done settles the count once the transaction is over; a new inode's
+// record is one this client knows the fate of (openState.created).
+func (o *opener) done(err error, fresh meta.Ino) {
+	switch {
+	case o.ino == 0:
+	case err != nil:
+		o.opens.release(o.ino)
+	case o.write:
+		o.opens.recorded(o.ino)
+		if o.ino == fresh {
+			o.opens.noteCreated(o.ino)
+		}
+	}
 }
 
 // checkMknod validates a request before any transaction.

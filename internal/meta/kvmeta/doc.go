@@ -41,6 +41,7 @@
 //	'U' ino                → directory quota: limits and the tree's usage
 //	'E' session            → session JSON (heartbeat)
 //	'o'/'q' session ino    → what a session holds: orphans, locked inodes
+//	'H' ino session        → ino is open in session (see open.go)
 //	'Q' ino, 'P' ino       → flock and fcntl lock records of an inode
 //
 // Ordered, paged scans (readdir, listxattr, a file's chunks) all use a
@@ -53,8 +54,10 @@
 //     and by Setattr only (noatime).
 //   - Entry changes set the parent's mtime and ctime; attribute, link and
 //     xattr changes set the inode's ctime; data changes set mtime and ctime.
-//   - A regular file whose last link goes becomes an orphan ('O' key) and
-//     keeps its chunks until Purge; other types are deleted at once.
+//   - A regular file whose last link goes while it is open anywhere (this
+//     client's check, or an 'H' record of any session) becomes an orphan
+//     ('O' key) and keeps its chunks until the last holder lets go: see
+//     open.go. Other inodes are deleted at once.
 //   - Permission checks follow meta/posix.go for path operations (lookup,
 //     create, link, unlink, rmdir, rename, setattr, access, xattrs). Data
 //     operations that act on an open file (WriteChunk, Truncate,
@@ -87,8 +90,10 @@
 //
 // The Engine implements meta.Sessions and meta.Locker (session.go,
 // lock.go): locks are records under the inode, qualified by the session of
-// the client that took them; orphans and locks are indexed by session so
-// that ending or reclaiming a session releases exactly what it held.
+// the client that took them; orphans and locks are indexed by session,
+// and open files are recorded with their session, so that ending or
+// reclaiming a session releases exactly what it held. It implements meta.OpenTracker (open.go): which sessions hold
+// which files open, so that a file open anywhere outlives its last name.
 //
 // # Admin work
 //

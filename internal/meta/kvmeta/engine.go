@@ -26,6 +26,8 @@ type Engine struct {
 	session atomic.Uint64
 	// openCheck is the client's open-file check (meta.OpenTracker).
 	openCheck atomic.Pointer[func(meta.Ino) bool]
+	// opens counts the inodes this client holds open (open.go).
+	opens openState
 
 	fmtMu  sync.Mutex
 	format *meta.Format // cached by Load and Format
@@ -45,7 +47,6 @@ type Engine struct {
 }
 
 var _ meta.Engine = (*Engine)(nil)
-var _ meta.OpenTracker = (*Engine)(nil)
 
 // SetOpenCheck implements meta.OpenTracker.
 func (e *Engine) SetOpenCheck(isOpen func(meta.Ino) bool) { e.openCheck.Store(&isOpen) }
@@ -105,7 +106,7 @@ func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		close(e.stop)
 		<-e.done
-		err := e.flushUsage(context.Background())
+		err := errors.Join(e.flushReleases(context.Background()), e.flushUsage(context.Background()))
 		e.closeErr = errors.Join(err, e.store.Close())
 	})
 	return e.closeErr
@@ -120,6 +121,7 @@ type txn struct {
 	tx      kv.Tx
 	session meta.SessionID
 	isOpen  func(meta.Ino) bool // see Engine.SetOpenCheck
+	opens   *openState          // this client's opens (open.go)
 	// dirWindow is Options.DirMtimeWindow in ns (0: always update).
 	dirWindow int64
 	cred      meta.Cred
@@ -164,6 +166,7 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		attempts = append(attempts, t)
 		t.session = e.currentSession()
 		t.isOpen = e.openChecker()
+		t.opens = &e.opens
 		t.dirWindow = int64(e.opts.DirMtimeWindow)
 		e.useChunkCache(t)
 		t.quotas = e.quotaDirs()

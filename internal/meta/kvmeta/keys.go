@@ -25,6 +25,7 @@ const (
 	kindSession       = 'E' // E session → session JSON
 	kindSessionOrphan = 'o' // o session ino → "": orphans a session made
 	kindSessionLock   = 'q' // q session ino → "": inodes a session locks
+	kindOpen          = 'H' // H ino session → "": ino is open in session
 	kindFlock         = 'Q' // Q ino → flock records
 	kindPlock         = 'P' // P ino → fcntl lock records
 )
@@ -108,6 +109,11 @@ const (
 	// flagXattrs: the inode has (or had) extended attributes, so deleting
 	// it must scan for them. Set by Setxattr, never cleared.
 	flagXattrs byte = 1 << iota
+	// flagOpened: a session recorded the inode open in a transaction
+	// that did not create it (open.go), so the last unlink must look for
+	// open records; without it only the creator's record can exist, and
+	// the creator may know its fate. Set on record, never cleared.
+	flagOpened
 )
 
 // encodeAttr encodes a with no flags and generation 0; see encodeRecord.

@@ -21,10 +21,14 @@ func (e *Engine) Unlink(ctx context.Context, parent meta.Ino, name string) (meta
 		if err != nil {
 			return err
 		}
+		// The inode first: its reads (is it open elsewhere? its chunks)
+		// then go out before any write is buffered (see sqlkv batching).
+		if rm, err = t.dropLink(ino, a); err != nil {
+			return err
+		}
 		t.tx.Delete(dentryKey(parent, name))
 		t.touchDir(parent, p)
-		rm, err = t.dropLink(ino, a)
-		return err
+		return nil
 	})
 	return rm, wrap(err, "unlink %d/%q", parent, name)
 }
@@ -50,8 +54,9 @@ func (t *txn) entryToRemove(parent meta.Ino, name string, rmdir bool) (*meta.Att
 }
 
 // dropLink takes one link from non-directory ino. A regular file whose
-// last link goes becomes an orphan (its data stays until Purge); any other
-// type is deleted at once.
+// last link goes while it is open anywhere becomes an orphan (its data
+// stays until the last session holding it lets go); any other inode is
+// deleted at once.
 func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
 	if a.Nlink > 0 {
 		a.Nlink--
@@ -62,12 +67,40 @@ func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
 	if a.Nlink > 0 {
 		return rm, nil
 	}
-	if a.Type == meta.TypeFile && t.isOpen(ino) {
-		t.markOrphan(ino)
-		rm.Orphan = true
-		return rm, nil
+	if a.Type == meta.TypeFile {
+		open, err := t.openAnywhere(ino)
+		if err != nil {
+			return rm, err
+		}
+		if open {
+			t.markOrphan(ino)
+			rm.Orphan = true
+			return rm, nil
+		}
 	}
 	return rm, t.deleteInode(ino, a)
+}
+
+// openAnywhere reports whether regular file ino is open in this client
+// (its open check or its counted opens) or in another session (see
+// open.go). This client's stale record, if any, is dropped on the way.
+// An inode this client created and nobody else recorded open since
+// (flagOpened clear) can have no record but this client's, whose fate it
+// knows: then there is nothing to read.
+func (t *txn) openAnywhere(ino meta.Ino) (bool, error) {
+	if t.isOpen(ino) || t.opens.holds(ino) {
+		return true, nil
+	}
+	if t.flags[ino]&flagOpened == 0 {
+		if known, stored := t.opens.ownRecord(ino); known {
+			if stored {
+				t.dropOpen(ino, t.session)
+				t.opens.unrecorded(ino)
+			}
+			return false, nil
+		}
+	}
+	return t.openElsewhere(ino)
 }
 
 // deleteInode removes an inode with everything keyed by it: attr, symlink
@@ -96,6 +129,9 @@ func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
 	t.drop(ino)
 	t.files--
 	t.charge(a.Parent, -spaceOf(a), -1)
+	if t.opens != nil {
+		t.opens.forget(ino)
+	}
 	return nil
 }
 
@@ -151,15 +187,25 @@ func (t *txn) removeDir(parent meta.Ino, p *meta.Attr, name string, ino meta.Ino
 	return t.deleteInode(ino, a)
 }
 
-// Purge deletes an orphan. Inodes that still have links, or are gone, are
-// left alone, so Purge is idempotent.
+// Purge deletes an orphan that no session holds open any more: this
+// client's own record of it is dropped unless this client still counts an
+// open of it, and another session's record keeps it (that session's last
+// release, or its end, purges it). Inodes that still have links, or are
+// gone, are left alone, so Purge is idempotent.
 func (e *Engine) Purge(ctx context.Context, ino meta.Ino) error {
 	err := e.update(ctx, func(t *txn) error {
+		if t.opens.holds(ino) {
+			return nil
+		}
 		a, err := t.attr(ino)
 		if err == syscall.ENOENT {
 			return nil
 		}
 		if err != nil || a.Nlink > 0 {
+			return err
+		}
+		elsewhere, err := t.openElsewhere(ino)
+		if err != nil || elsewhere {
 			return err
 		}
 		if err := t.unmarkOrphan(ino); err != nil {

@@ -22,10 +22,14 @@ import (
 //	'o' session ino → ""    orphan created by the session (see 'O')
 //	'q' session ino → ""    the session holds locks on ino
 //
+// Open files are recorded per inode ('H' ino session, see open.go), not
+// indexed per session: ending a session scans them all.
+//
 // Ending a session (EndSession, or ReclaimSessions for a dead one) first
 // marks it reclaiming, which makes its heartbeats fail with
-// meta.ErrSessionLost; then it releases the locks and purges the orphans,
-// one inode per transaction; then it deletes the session key. A reclaimer
+// meta.ErrSessionLost; then it releases the locks and open records and
+// purges the orphans no other session holds open, one inode per
+// transaction; then it deletes the session key. A reclaimer
 // that dies half-way leaves the mark, and the next one finishes the job.
 //
 // # When a session is dead
@@ -58,8 +62,10 @@ func sessionIndexKey(kind byte, id meta.SessionID, ino meta.Ino) []byte {
 	return be.AppendUint64(inoKey(kind, meta.Ino(id)), uint64(ino))
 }
 
-// BeginSession registers the client. Orphans and locks this Engine makes
-// from now on belong to the new session.
+// BeginSession registers the client. Orphans, locks and open records this
+// Engine makes from now on belong to the new session; files it already
+// holds open are recorded under it (an error doing so is returned, but the
+// session is begun).
 func (e *Engine) BeginSession(ctx context.Context, info meta.SessionInfo) (meta.SessionID, error) {
 	var id meta.SessionID
 	now, err := e.engineNow(ctx)
@@ -80,7 +86,9 @@ func (e *Engine) BeginSession(ctx context.Context, info meta.SessionInfo) (meta.
 		return 0, wrap(err, "begin session")
 	}
 	e.session.Store(uint64(id))
-	return id, nil
+	// A client starting over after losing its session records again the
+	// files it still holds open (the reclaim dropped the old records).
+	return id, e.recordHeld(ctx)
 }
 
 func putSession(tx kv.Tx, rec sessionRecord) error {
@@ -168,6 +176,8 @@ func (e *Engine) EndSession(ctx context.Context) error {
 	if id == 0 {
 		return nil
 	}
+	// The client holds nothing open any more: its orphans go now.
+	e.opens.reset()
 	if _, err := e.endSession(ctx, id, false, 0); err != nil {
 		return err
 	}
@@ -258,7 +268,8 @@ func (e *Engine) endSession(ctx context.Context, id meta.SessionID, reclaim bool
 // errStillAlive stops a reclaim of a session that beat meanwhile.
 var errStillAlive = fmt.Errorf("session is alive")
 
-// releaseSession drops the locks and purges the orphans the session holds.
+// releaseSession drops the locks and open records of the session and
+// purges the orphans it made or held open that no other session holds.
 func (e *Engine) releaseSession(ctx context.Context, id meta.SessionID) error {
 	locked, err := e.sessionInodes(ctx, kindSessionLock, id)
 	if err != nil {
@@ -268,6 +279,9 @@ func (e *Engine) releaseSession(ctx context.Context, id meta.SessionID) error {
 		if err := e.update(ctx, func(t *txn) error { return t.dropSessionLocks(id, ino) }); err != nil {
 			return err
 		}
+	}
+	if err := e.releaseOpens(ctx, id); err != nil {
+		return err
 	}
 	orphans, err := e.sessionInodes(ctx, kindSessionOrphan, id)
 	if err != nil {

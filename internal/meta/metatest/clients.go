@@ -15,8 +15,9 @@ import (
 type ClientsFactory func(t *testing.T, n int) []meta.Engine
 
 // RunClients runs the multi-client part of the suite: what one client
-// does is visible to the others, ids never collide, and concurrent
-// renames can never build a directory cycle.
+// does is visible to the others, ids never collide, concurrent renames
+// can never build a directory cycle, and a file open on one client
+// outlives its unlink on another.
 func RunClients(t *testing.T, newClients ClientsFactory) {
 	t.Run("Visibility", func(t *testing.T) { testVisibility(t, newClients) })
 	t.Run("UniqueIDs", func(t *testing.T) { testUniqueIDs(t, newClients) })
@@ -26,6 +27,8 @@ func RunClients(t *testing.T, newClients ClientsFactory) {
 	t.Run("Quota", func(t *testing.T) { testQuotaClients(t, newClients) })
 	t.Run("DirQuota", func(t *testing.T) { testDirQuotaClients(t, newClients) })
 	t.Run("SessionTimeouts", func(t *testing.T) { testSessionTimeouts(t, newClients) })
+	t.Run("OpenFiles", func(t *testing.T) { testOpenFiles(t, newClients) })
+	t.Run("OpenFilesSessionEnd", func(t *testing.T) { testOpenFilesSessionEnd(t, newClients) })
 }
 
 // clients makes n formatted clients.
