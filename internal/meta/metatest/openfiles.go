@@ -175,7 +175,7 @@ func testOpenFilesSessionEnd(t *testing.T, newClients ClientsFactory) {
 	wantGone(b, y.Ino, sy, "second orphan once its holder's session ended")
 
 	// a again, silent this time: b reclaims it.
-	_, err = sa.BeginSession(a.ctx, meta.SessionInfo{Host: "a2"})
+	_, err = sa.BeginSession(a.ctx, meta.SessionInfo{Host: "a2", Timeout: 10 * time.Millisecond})
 	a.check(err, "new session on a")
 	z, sz := open("z")
 	time.Sleep(20 * time.Millisecond)
