@@ -39,8 +39,9 @@ type OpenResult struct {
 	// KeepCache: the file is unchanged since this mount last cached its
 	// pages, so the kernel page cache may be kept.
 	KeepCache bool
-	// DirectIO: opened with O_DIRECT; the kernel should send every read
-	// and write to the file system, bypassing its page cache.
+	// DirectIO: the kernel should send every read and write to the file
+	// system, bypassing its page cache: opened with O_DIRECT, or with
+	// O_APPEND on a file that changed since this mount last opened it.
 	DirectIO bool
 }
 
@@ -128,7 +129,13 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 	}
 	fs.stamps[ino] = stamp{attr.Mtime, attr.Length}
 	fs.mu.Unlock()
-	return OpenResult{Fh: h.fh, KeepCache: keep && !direct, DirectIO: direct}, attr, nil
+	// An O_APPEND write lands where the kernel believes the file ends,
+	// and it does not ask for fresh attributes first: after another
+	// mount's close it would write over that mount's data (Write moves it
+	// to the real end). Direct I/O keeps the kernel's page cache from
+	// holding those bytes at the offset the kernel thought.
+	appendStale := flags&syscall.O_APPEND != 0 && !keep
+	return OpenResult{Fh: h.fh, KeepCache: keep && !direct, DirectIO: direct || appendStale}, attr, nil
 }
 
 func (fs *FS) handle(fh Fh) (*handle, error) {
@@ -213,7 +220,10 @@ func (fs *FS) directCheck(ctx context.Context, h *handle) (uint64, error) {
 	return f.length, nil
 }
 
-// Write writes p at off (the kernel resolves O_APPEND offsets).
+// Write writes p at off. The kernel resolves O_APPEND offsets from the
+// size it cached; an append it placed before the end this mount knows
+// (another mount appended since the kernel cached the size) goes to that
+// end instead.
 func (fs *FS) Write(ctx context.Context, fh Fh, off uint64, p []byte) (int, error) {
 	h, err := fs.handle(fh)
 	if err != nil {
@@ -226,6 +236,9 @@ func (fs *FS) Write(ctx context.Context, fh Fh, off uint64, p []byte) (int, erro
 		return 0, err
 	}
 	f := h.file
+	if h.flags&syscall.O_APPEND != 0 {
+		off = f.appendOffset(off)
+	}
 	if err := f.getWriter().Write(ctx, off, p); err != nil {
 		return 0, err
 	}
