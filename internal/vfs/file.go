@@ -255,18 +255,18 @@ func (p pending) apply(a *meta.Attr) {
 	}
 }
 
-// appendOffset is where an O_APPEND write the kernel placed at off goes:
-// no earlier than the end of the file as this mount knows it (the engine's
-// length at open, then this mount's own writes), which the kernel's cached
-// size may trail.
-func (f *file) appendOffset(off uint64) uint64 {
+// appendEnd is where an O_APPEND write goes: the end of the file as this
+// mount knows it (the engine's length at open, then this mount's own
+// writes and truncates). The kernel places appends at the size it cached,
+// which after another mount's close may be older, shorter or longer.
+func (f *file) appendEnd() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	end := f.length
 	if f.writer != nil {
 		end = max(end, f.writer.Extent())
 	}
-	return max(off, end)
+	return end
 }
 
 // isErrno reports whether err is an expected POSIX outcome.

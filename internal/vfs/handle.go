@@ -129,11 +129,11 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 	}
 	fs.stamps[ino] = stamp{attr.Mtime, attr.Length}
 	fs.mu.Unlock()
-	// An O_APPEND write lands where the kernel believes the file ends,
-	// and it does not ask for fresh attributes first: after another
-	// mount's close it would write over that mount's data (Write moves it
-	// to the real end). Direct I/O keeps the kernel's page cache from
-	// holding those bytes at the offset the kernel thought.
+	// The kernel places an O_APPEND write where it believes the file
+	// ends, without asking for fresh attributes first: after another
+	// mount's close it would write over that mount's data or leave a
+	// hole (Write moves it to the real end). Direct I/O keeps the kernel's
+	// page cache from holding those bytes at the offset it thought.
 	appendStale := flags&syscall.O_APPEND != 0 && !keep
 	return OpenResult{Fh: h.fh, KeepCache: keep && !direct, DirectIO: direct || appendStale}, attr, nil
 }
@@ -220,10 +220,11 @@ func (fs *FS) directCheck(ctx context.Context, h *handle) (uint64, error) {
 	return f.length, nil
 }
 
-// Write writes p at off. The kernel resolves O_APPEND offsets from the
-// size it cached; an append it placed before the end this mount knows
-// (another mount appended since the kernel cached the size) goes to that
-// end instead.
+// Write writes p at off, or for an O_APPEND descriptor at the end of the
+// file as this mount knows it: the kernel resolves append offsets from
+// the size it cached, which trails other mounts' appends and truncates
+// until the attribute timeout (the end is the same whenever the kernel's
+// size is current, and the kernel sends one append's requests in order).
 func (fs *FS) Write(ctx context.Context, fh Fh, off uint64, p []byte) (int, error) {
 	h, err := fs.handle(fh)
 	if err != nil {
@@ -237,7 +238,7 @@ func (fs *FS) Write(ctx context.Context, fh Fh, off uint64, p []byte) (int, erro
 	}
 	f := h.file
 	if h.flags&syscall.O_APPEND != 0 {
-		off = f.appendOffset(off)
+		off = f.appendEnd()
 	}
 	if err := f.getWriter().Write(ctx, off, p); err != nil {
 		return 0, err
