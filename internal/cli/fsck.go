@@ -94,10 +94,15 @@ func runFsck(cmd *cobra.Command, metaURL string, f *fsckFlags) error {
 	if err != nil {
 		return fmt.Errorf("fsck: opening the object store (%s %s): %w", vf.Storage, vf.Bucket, err)
 	}
+	store := object.WithRetry(raw, 5, 0)
+	blocks, err := volume.BlockStore(store, vf)
+	if err != nil {
+		return err
+	}
 	o := fsck.Options{Repair: f.repair, ZeroDamaged: f.zeroDamaged, VerifyData: !f.noVerify,
-		BlockSize: vf.BlockSize, Progress: &fsck.Progress{}}
+		BlockSize: vf.BlockSize, Blocks: blocks, Compressed: vf.Compression != "", Progress: &fsck.Progress{}}
 	stop := trackPhases(disp, "fsck", o.Progress.Snapshot)
-	rep, err := fsck.Run(ctx, eng, object.WithRetry(raw, 5, 0), o)
+	rep, err := fsck.Run(ctx, eng, store, o)
 	stop()
 	if rep != nil {
 		if perr := printFsck(cmd.OutOrStdout(), rep, f.jsonOut); perr != nil && err == nil {

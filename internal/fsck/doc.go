@@ -27,8 +27,11 @@
 //     listing began (blocks are stored before their slice is committed).
 //  4. For each expected block: absent from the listing (re-checked with
 //     Head, since a slice freed and deleted meanwhile is not damage), a
-//     stored size other than object.StoredSize of its length, or, when
-//     verifying, a full read through object.WithChecksum that fails with
+//     stored size other than object.StoredSize of its length (on a
+//     compressed volume: more than a raw frame of it would take, see
+//     object.FrameStoredSizeOK), or, when
+//     verifying, a full read through Options.Blocks (checksums, and
+//     decompression on a compressed volume) that fails with
 //     object.ErrCorrupt. Each such block is damage.
 //  5. The files that hold damaged blocks, by path: one walk of the tree,
 //     only when something is damaged.

@@ -29,6 +29,13 @@ type Options struct {
 	ZeroDamaged bool
 	// BlockSize is the volume's block size (meta.Format.BlockSize).
 	BlockSize int
+	// Blocks reads blocks as a mount does (volume.BlockStore over the
+	// store given to Run); nil means object.WithChecksum of that store.
+	Blocks object.Store
+	// Compressed says the volume stores blocks as compression frames
+	// (meta.Format.Compression): their stored size is checked against
+	// the range frames of the block's length can have, not one size.
+	Compressed bool
 	// Readers bounds concurrent block reads; 0 means 8.
 	Readers int
 	// Samples is how many keys of each kind the report lists; 0 means 20.
@@ -174,7 +181,11 @@ func Run(ctx context.Context, eng meta.Engine, store object.Store, o Options) (*
 		return nil, ErrNoAdmin
 	}
 	o = o.withDefaults()
-	c := &checker{eng: eng, ck: ck, sc: sc, raw: store, sums: object.WithChecksum(store),
+	sums := o.Blocks
+	if sums == nil {
+		sums = object.WithChecksum(store)
+	}
+	c := &checker{eng: eng, ck: ck, sc: sc, raw: store, sums: sums,
 		o: o, rep: &Report{Verified: o.VerifyData}, prog: o.Progress}
 	err := c.run(ctx)
 	c.prog.Set("done", 0, 0)

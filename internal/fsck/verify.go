@@ -41,7 +41,9 @@ func (c *checker) checkBlocks(ctx context.Context) error {
 			if err := c.recheckMissing(ctx, j, "not in the store's listing"); err != nil {
 				return err
 			}
-		case stored != object.StoredSize(int64(j.size)):
+		case c.o.Compressed && !object.FrameStoredSizeOK(stored, int64(j.size)):
+			c.damage(j, WrongSize, fmt.Sprintf("stored %d bytes, more than a frame of %d bytes takes", stored, j.size))
+		case !c.o.Compressed && stored != object.StoredSize(int64(j.size)):
 			c.damage(j, WrongSize, fmt.Sprintf("stored %d bytes, want %d", stored, object.StoredSize(int64(j.size))))
 		case c.o.VerifyData:
 			toRead = append(toRead, j)

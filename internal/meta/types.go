@@ -155,13 +155,23 @@ type Format struct {
 	Capacity  uint64    `json:"capacity,omitempty"` // bytes; 0 = unlimited
 	Inodes    uint64    `json:"inodes,omitempty"`   // 0 = unlimited
 	Created   time.Time `json:"created"`
+	// Compression is how blocks are stored: "" (none, plain blocks) or
+	// "zstd"/"lz4" (every block a compression frame, docs/format.md).
+	// Volumes with compression are format version 3.
+	Compression string `json:"compression,omitempty"`
 }
 
-// CurrentFormatVersion is the volume format this binary writes. Engines
-// refuse volumes with a higher version. Version 2 added appended chunk
-// keys (docs/format.md); version 1 volumes are read and written in the
-// version 1 layout.
-const CurrentFormatVersion = 2
+// CurrentFormatVersion is the newest volume format this binary reads and
+// writes. Engines refuse volumes with a higher version. Version 2 added
+// appended chunk keys (docs/format.md); version 1 volumes are read and
+// written in the version 1 layout. Version 3 added block compression
+// (Format.Compression): a volume is version 3 only when it compresses,
+// so that older binaries, which would read frames as data, refuse it,
+// while a volume without compression stays version 2.
+const CurrentFormatVersion = 3
+
+// PlainFormatVersion is the version of a new volume without compression.
+const PlainFormatVersion = 2
 
 // MaxBlockSize is the largest block object size.
 const MaxBlockSize = 4 << 20

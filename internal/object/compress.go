@@ -186,3 +186,12 @@ func (c *compressStore) Put(ctx context.Context, key string, r io.Reader, size i
 	c.cache.forget(key)
 	return c.s.Put(ctx, key, bytes.NewReader(frame), int64(len(frame)))
 }
+
+// FrameStoredSizeOK reports whether stored can be the size, under
+// WithChecksum, of the frame of a block of n data bytes: a whole number
+// of checksum records holding a header and at most n payload bytes (a
+// frame is never longer than the raw one).
+func FrameStoredSizeOK(stored, n int64) bool {
+	f, ok := dataSize(stored)
+	return ok && f >= frameHeaderSize && f <= frameHeaderSize+n
+}

@@ -25,6 +25,8 @@ type FormatOptions struct {
 	Capacity  uint64
 	Inodes    uint64
 	Force     bool // replace the settings of an existing volume
+	// Compression of the volume's blocks: "none" (or ""), "zstd", "lz4".
+	Compression string
 }
 
 // Format creates a volume at metaURL. It connects to the engine, refuses an
@@ -44,6 +46,13 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 	f, err := newFormat(metaURL, o)
 	if err != nil {
 		return meta.Format{}, err
+	}
+	var prev *meta.Format
+	if existing {
+		prev = &old
+	}
+	if err := setCompression(&f, o.Compression, prev); err != nil {
+		return meta.Format{}, fmt.Errorf("formatting %s: %w", redact(metaURL), err)
 	}
 	if existing {
 		// New settings for the same volume: its files, and so its

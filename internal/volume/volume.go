@@ -28,7 +28,7 @@ type Options struct {
 type Volume struct {
 	Format  meta.Format
 	Engine  meta.Engine
-	Objects object.Store // the block store: checksummed, retrying
+	Objects object.Store // the block store (BlockStore): compressed if the format says, checksummed, retrying
 	// Plain is the same store without block checksums (retrying), for
 	// objects that are not blocks, such as metadata backups.
 	Plain object.Store
@@ -75,8 +75,8 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 		return nil, fmt.Errorf("opening the volume's object store (%s %s): %w", f.Storage, f.Bucket, err)
 	}
 	// Retries sit under the checksums: a block is verified as it arrives
-	// from whichever attempt delivered it. Every format-1 volume checksums
-	// its blocks (docs/format.md).
+	// from whichever attempt delivered it. Every volume checksums its
+	// blocks (docs/format.md); BlockStore adds compression above.
 	plain := object.WithRetry(objects, 5, 100*time.Millisecond)
 	claims, err := identity.Check(ctx, plain, f)
 	if err != nil {
@@ -86,7 +86,10 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	if len(claims) > 1 && opts.Logger != nil {
 		opts.Logger.Warn("the bucket is shared with another volume: this mount deletes no objects while it is", "claims", len(claims))
 	}
-	objects = object.WithChecksum(plain)
+	if objects, err = BlockStore(plain, f); err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
 	dc := opts.Data
 	dc.BlockSize = f.BlockSize
 	if dc.Logger == nil {

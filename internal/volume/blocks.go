@@ -1,0 +1,106 @@
+package volume
+
+import (
+	"context"
+	"fmt"
+
+	"shoal/internal/gc"
+	"shoal/internal/meta"
+	"shoal/internal/object"
+)
+
+// BlockStore returns the store the volume's blocks go through, over plain
+// (the retrying store): block checksums and, when the format asks for it,
+// compression above them (data → compress → checksum → store), so
+// checksums cover the stored frames and the layers above see plain
+// blocks. Mounts, fsck and the tests all build it here.
+func BlockStore(plain object.Store, f meta.Format) (object.Store, error) {
+	alg, err := Compression(f)
+	if err != nil {
+		return nil, err
+	}
+	s := object.WithChecksum(plain)
+	if alg != object.CompressNone {
+		s = object.WithCompress(s, alg)
+	}
+	return s, nil
+}
+
+// Compression returns the block compression of a volume's format.
+func Compression(f meta.Format) (object.Compression, error) {
+	alg, err := object.ParseCompression(f.Compression)
+	if err != nil {
+		return 0, fmt.Errorf("volume %q: %w (a newer binary formatted it?)", f.Name, err)
+	}
+	return alg, nil
+}
+
+// setCompression records o's compression in a new format f, and makes a
+// compressed volume version 3 (older binaries refuse it); it refuses to
+// switch an existing volume (old) between plain blocks and frames: its
+// stored blocks would no longer read.
+func setCompression(f *meta.Format, name string, old *meta.Format) error {
+	alg, err := object.ParseCompression(name)
+	if err != nil {
+		return err
+	}
+	f.Compression, f.Version = "", meta.PlainFormatVersion
+	if alg != object.CompressNone {
+		f.Compression, f.Version = alg.String(), meta.CurrentFormatVersion
+	}
+	if old != nil && (old.Compression == "") != (f.Compression == "") {
+		return fmt.Errorf("cannot change the compression of volume %q from %s to %s: its stored blocks would no longer read (between zstd and lz4 is fine)",
+			old.Name, orNone(old.Compression), alg)
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// CompressionUsage is what MeasureCompression found: the data bytes of
+// the block objects it listed (from their keys) and the bytes they take
+// in the store (from the listing, checksums and frame headers included).
+type CompressionUsage struct {
+	Objects  int64   `json:"objects"`
+	Data     int64   `json:"data_bytes"`
+	Stored   int64   `json:"stored_bytes"`
+	Ratio    float64 `json:"ratio"`    // Data / Stored; 0 when nothing is stored
+	Complete bool    `json:"complete"` // false: the first most objects only
+}
+
+// MeasureCompression lists up to most block objects of raw (the store as
+// the backend sees it) and sums their data and stored sizes. A block's
+// data length is in its key (data.BlockKey), so the listing alone is
+// enough: no object is read. Objects that are not blocks are skipped.
+func MeasureCompression(ctx context.Context, raw object.Store, most int) (CompressionUsage, error) {
+	var u CompressionUsage
+	after, listed := "", 0
+	for want := min(1000, most); want > 0; want = min(1000, most-listed) {
+		page, err := raw.List(ctx, "chunks/", after, want)
+		if err != nil {
+			return u, fmt.Errorf("listing %s: %w", raw, err)
+		}
+		listed += len(page)
+		for _, info := range page {
+			if b, ok := gc.ParseKey(info.Key); ok {
+				u.Objects++
+				u.Data += int64(b.Size)
+				u.Stored += info.Size
+			}
+		}
+		if len(page) < want {
+			u.Complete = true
+			break
+		}
+		after = page[len(page)-1].Key
+	}
+	if u.Stored > 0 {
+		u.Ratio = float64(u.Data) / float64(u.Stored)
+	}
+	return u, nil
+}
