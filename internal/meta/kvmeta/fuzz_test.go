@@ -19,6 +19,9 @@ func FuzzDecodeAttr(f *testing.F) {
 	f.Add(encodeAttrRecord(&a, flagXattrs, 7))
 	f.Add(encodeAttrRecord(&a, 0, 0)[:attrLen])
 	f.Add([]byte{attrVersion})
+	// Found by fuzzing, refused since: a length no encoder wrote, type 0.
+	f.Add(append(encodeAttrRecord(&a, 0, 0), 0))
+	f.Add(encodeAttrRecord(&meta.Attr{Nlink: 1}, 0, 0))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		got, err := decodeAttr(b)
 		if err != nil {
@@ -40,6 +43,8 @@ func FuzzDecodeAttr(f *testing.F) {
 func FuzzDecodeDentry(f *testing.F) {
 	f.Add(encodeDentry(42, meta.TypeDir))
 	f.Add([]byte{1, 2, 3})
+	f.Add(append(encodeDentry(42, meta.TypeDir), 0)) // found by fuzzing
+	f.Add(encodeDentry(42, 0))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ino, typ, err := decodeDentry(b)
 		if err == nil && !bytes.Equal(encodeDentry(ino, typ), b) {
@@ -55,6 +60,9 @@ func FuzzDecodeChunkValue(f *testing.F) {
 	f.Add(chunkKey(5, 1), encodeSlices(ss))
 	f.Add(appendedKey(5, 1, 3), encodeSlices(ss[:1]))
 	f.Add([]byte{kindChunk}, []byte{})
+	// Found by fuzzing: ranges past the slice's data or the chunk's end.
+	f.Add(chunkKey(5, 1), encodeSlices([]meta.Slice{{ID: 9, Size: 10, Off: 5, Len: 10}}))
+	f.Add(chunkKey(5, 1), encodeSlices([]meta.Slice{{ID: 9, Size: 100, Len: 100, Pos: meta.ChunkSize - 50}}))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		got, err := decodeChunkValue(key, value)
 		if err != nil {
@@ -74,6 +82,7 @@ func FuzzDecodeChunkValue(f *testing.F) {
 func FuzzDecodeQuota(f *testing.F) {
 	f.Add(encodeQuota(meta.Quota{MaxSpace: 1 << 30, MaxInodes: 10, UsedSpace: 5, UsedInodes: 1}))
 	f.Add([]byte{1})
+	f.Add(append(encodeQuota(meta.Quota{MaxSpace: 1}), 7)) // found by fuzzing
 	f.Fuzz(func(t *testing.T, b []byte) {
 		q, ok := decodeQuota(3, b)
 		if ok && !bytes.Equal(encodeQuota(q), b) {
