@@ -1,7 +1,6 @@
 package object
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -179,12 +178,15 @@ func (c *compressStore) Put(ctx context.Context, key string, r io.Reader, size i
 		}
 		return fmt.Errorf("compress: put %q: body failed after %d of %d bytes: %w", key, k, size, err)
 	}
-	out := poolBuf(&framePool, frameHeaderSize+int(size))
+	out := poolBuf(&framePool, int(size))
 	defer framePool.Put(out)
-	frame := encodeFrame((*out)[:0], c.alg, *in)
-	*out = frame[:0]
+	h, payload := frameOf(*out, c.alg, *in)
+	if h.alg != CompressNone && cap(payload) > cap(*out) {
+		*out = payload[:0] // the codec grew the scratch buffer: keep it
+	}
 	c.cache.forget(key)
-	return c.s.Put(ctx, key, bytes.NewReader(frame), int64(len(frame)))
+	body := newFrameReader(h, payload)
+	return c.s.Put(ctx, key, body, body.size())
 }
 
 // FrameStoredSizeOK reports whether stored can be the size, under

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -67,24 +68,24 @@ var lz4Pool = sync.Pool{New: func() any { return new(lz4.Compressor) }}
 // encodeFrame appends the frame of data to dst: compressed with alg when
 // that saves at least 1/16, else raw.
 func encodeFrame(dst []byte, alg Compression, data []byte) []byte {
-	start := len(dst)
-	dst = append(dst, make([]byte, frameHeaderSize)...)
-	used := CompressNone
+	h, payload := frameOf(dst[len(dst):], alg, data)
+	var hdr [frameHeaderSize]byte
+	putFrameHeader(hdr[:], h)
+	out := append(dst, hdr[:]...)
+	return append(out, payload...)
+}
+
+// frameOf returns the header and payload of data's frame: compressed into
+// scratch (reused when large enough) with alg when that saves at least
+// 1/16, else data itself (raw).
+func frameOf(scratch []byte, alg Compression, data []byte) (frameHeader, []byte) {
 	if alg != CompressNone && worthTrying(alg, data) {
-		out := compressInto(dst, alg, data)
-		if p := len(out) - len(dst); p > 0 && p <= len(data)-len(data)/16 {
-			dst, used = out, alg
+		out := compressInto(scratch[:0], alg, data)
+		if p := len(out); p > 0 && p <= len(data)-len(data)/16 {
+			return frameHeader{alg: alg, n: len(data), p: p, sum: crc32.Checksum(data, castagnoli)}, out
 		}
 	}
-	if used == CompressNone {
-		dst = append(dst[:start+frameHeaderSize], data...)
-	}
-	h := frameHeader{alg: used, n: len(data), p: len(dst) - start - frameHeaderSize}
-	if used != CompressNone {
-		h.sum = crc32.Checksum(data, castagnoli)
-	}
-	putFrameHeader(dst[start:], h)
-	return dst
+	return frameHeader{alg: CompressNone, n: len(data), p: len(data)}, data
 }
 
 // worthTrying compresses a sample of a large block: if the sample does
@@ -198,4 +199,49 @@ func decodeFrame(key string, frame []byte) ([]byte, error) {
 		return nil, frameCorrupt(key, "%s payload decodes to bytes whose checksum differs", h.alg)
 	}
 	return out, nil
+}
+
+// frameReader is the stored stream of a frame given as header and payload
+// (no copy of the payload into one buffer). It is an io.Seeker, so that a
+// retry wrapper below replays it without buffering.
+type frameReader struct {
+	parts [2][]byte
+	pos   int64
+}
+
+func newFrameReader(h frameHeader, payload []byte) *frameReader {
+	hdr := make([]byte, frameHeaderSize)
+	putFrameHeader(hdr, h)
+	return &frameReader{parts: [2][]byte{hdr, payload}}
+}
+
+func (r *frameReader) size() int64 { return int64(len(r.parts[0]) + len(r.parts[1])) }
+
+// Read implements io.Reader.
+func (r *frameReader) Read(p []byte) (int, error) {
+	if r.pos >= r.size() {
+		return 0, io.EOF
+	}
+	part, off := r.parts[0], r.pos
+	if off >= int64(len(part)) {
+		part, off = r.parts[1], off-int64(len(part))
+	}
+	k := copy(p, part[off:])
+	r.pos += int64(k)
+	return k, nil
+}
+
+// Seek implements io.Seeker.
+func (r *frameReader) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		off += r.pos
+	case io.SeekEnd:
+		off += r.size()
+	}
+	if off < 0 {
+		return r.pos, fmt.Errorf("compress: seek to %d", off)
+	}
+	r.pos = off
+	return off, nil
 }

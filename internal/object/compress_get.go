@@ -46,44 +46,113 @@ func (c *compressStore) Get(ctx context.Context, key string, off, limit int64) (
 	return c.s.Get(ctx, key, frameHeaderSize+off, limit)
 }
 
-// getFromStart serves a read from offset 0: the header and the data come
-// in one Get of 20+limit bytes (a compressed payload is no longer than
-// its data, so that is the whole frame unless limit is short).
+// getFromStart serves a read from offset 0 with one Get of 20+limit
+// bytes (a compressed payload is no longer than its data, so that is the
+// whole frame unless limit is short). A raw frame's data streams from the
+// store's reader, without a copy; a compressed one is read and decoded.
 func (c *compressStore) getFromStart(ctx context.Context, key string, limit int64) (io.ReadCloser, error) {
 	n := int64(-1)
 	if limit >= 0 && limit <= MaxFrameData {
 		n = frameHeaderSize + limit
 	}
-	frame, err := c.fetch(ctx, key, n)
+	rc, err := c.s.Get(ctx, key, 0, n)
 	if err != nil {
 		return nil, err
 	}
-	h, err := parseFrameHeader(key, frame)
-	if err != nil {
-		return nil, err
-	}
-	if h.alg == CompressNone && n >= 0 && limit < int64(h.n) {
-		// A prefix of a raw frame: the payload as far as it was asked.
-		c.cache.markRaw(key)
-		if int64(len(frame)) != n {
-			return nil, frameCorrupt(key, "truncated: %d of %d stored bytes", len(frame), frameHeaderSize+h.p)
+	var hb [frameHeaderSize]byte
+	k, err := io.ReadFull(rc, hb[:])
+	if err == nil {
+		var h frameHeader
+		if h, err = parseFrameHeader(key, hb[:]); err == nil && h.alg == CompressNone {
+			c.cache.markRaw(key)
+			want, whole := int64(h.n), limit < 0 || limit >= int64(h.n)
+			if !whole {
+				want = limit
+			}
+			return &rawReader{rc: rc, key: key, left: want, whole: whole}, nil
 		}
-		return serve(frame[frameHeaderSize:], 0, limit), nil
+		if err == nil {
+			return c.compressedFromStart(ctx, key, rc, hb, h, n, limit)
+		}
 	}
-	if len(frame) < frameHeaderSize+h.p && n >= 0 {
-		if frame, err = c.fetch(ctx, key, -1); err != nil {
+	rc.Close()
+	if isEOF(err) {
+		err = frameCorrupt(key, "%d bytes, shorter than a frame header", k)
+	}
+	return nil, err
+}
+
+// compressedFromStart reads the rest of a compressed frame from rc (or
+// again in full when n cut it short) and serves it decoded.
+func (c *compressStore) compressedFromStart(ctx context.Context, key string, rc io.ReadCloser, hb [frameHeaderSize]byte, h frameHeader, n, limit int64) (io.ReadCloser, error) {
+	var frame []byte
+	if n >= 0 && n < int64(frameHeaderSize+h.p) {
+		rc.Close()
+		b, err := c.fetch(ctx, key, -1)
+		if err != nil {
 			return nil, err
 		}
+		frame = b
+	} else {
+		frame = make([]byte, frameHeaderSize+h.p, frameHeaderSize+h.p+1)
+		copy(frame, hb[:])
+		k, err := io.ReadFull(rc, frame[frameHeaderSize:cap(frame)])
+		rc.Close()
+		if err != nil && !isEOF(err) {
+			return nil, err
+		}
+		frame = frame[:frameHeaderSize+k] // one byte too many or too few: decodeFrame says so
 	}
 	data, err := decodeFrame(key, frame)
 	if err != nil {
 		return nil, err
 	}
-	if h.alg != CompressNone && limit >= 0 && limit < int64(len(data)) {
+	if limit >= 0 && limit < int64(len(data)) {
 		c.cache.add(key, data)
 	}
 	return serve(data, 0, limit), nil
 }
+
+// rawReader streams the data of a raw frame after its header: left more
+// bytes; with whole, the stream must end right after them. A stream that
+// ends early, or runs on, is ErrCorrupt.
+type rawReader struct {
+	rc    io.ReadCloser
+	key   string
+	left  int64
+	whole bool
+	err   error
+}
+
+// Read implements io.Reader.
+func (r *rawReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.left == 0 {
+		r.err = io.EOF
+		if r.whole {
+			var extra [1]byte
+			if k, _ := io.ReadFull(r.rc, extra[:]); k > 0 {
+				r.err = frameCorrupt(r.key, "longer than its frame header says")
+			}
+		}
+		return 0, r.err
+	}
+	k, err := r.rc.Read(p[:min(int64(len(p)), r.left)])
+	r.left -= int64(k)
+	if err != nil && isEOF(err) && r.left > 0 {
+		err = frameCorrupt(r.key, "truncated: %d data bytes missing", r.left)
+	}
+	if err != nil && !isEOF(err) {
+		r.err = err
+		return k, err
+	}
+	return k, nil
+}
+
+// Close implements io.Closer.
+func (r *rawReader) Close() error { return r.rc.Close() }
 
 // fetchDecoded fetches and decodes a whole frame.
 func (c *compressStore) fetchDecoded(ctx context.Context, key string, n int64) ([]byte, error) {
