@@ -134,7 +134,7 @@ report() {
 iozone() {
 	log "shoal bench iozone over local, plain and $ALG"
 	"$SHOAL" bench iozone "local=$WORK/local" "plain=$WORK/plain/mnt" "$ALG=$WORK/$ALG/mnt" \
-		--iozone-size 256MiB --iozone-workers 2 --rounds "$ROUNDS" --progress never
+		--iozone-size 256MiB --iozone-workers 2 --rounds "$ROUNDS" --progress=never
 }
 
 main() {

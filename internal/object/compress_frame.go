@@ -46,7 +46,7 @@ func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
 	zstdOnce.Do(func() {
 		var err error
 		zstdEnc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
-			zstd.WithEncoderCRC(false), zstd.WithSingleSegment(true))
+			zstd.WithEncoderCRC(false), zstd.WithWindowSize(512<<10))
 		if err != nil {
 			panic(err) // only for invalid options, which are constant
 		}
