@@ -2,6 +2,7 @@ package object
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -40,23 +41,22 @@ var (
 	zstdOnce sync.Once
 	zstdEnc  *zstd.Encoder
 	zstdDec  *zstd.Decoder
+	zstdErr  error
 )
 
-func zstdCodecs() (*zstd.Encoder, *zstd.Decoder) {
+// zstdCodecs returns the shared codecs; the error (only possible for
+// invalid options, which are constant) makes writes store raw frames and
+// reads of zstd frames fail.
+func zstdCodecs() (*zstd.Encoder, *zstd.Decoder, error) {
 	zstdOnce.Do(func() {
-		var err error
-		zstdEnc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
+		var e1, e2 error
+		zstdEnc, e1 = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
 			zstd.WithEncoderCRC(false), zstd.WithWindowSize(512<<10))
-		if err != nil {
-			panic(err) // only for invalid options, which are constant
-		}
-		zstdDec, err = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxFrameData),
+		zstdDec, e2 = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxFrameData),
 			zstd.WithDecoderConcurrency(0))
-		if err != nil {
-			panic(err)
-		}
+		zstdErr = errors.Join(e1, e2)
 	})
-	return zstdEnc, zstdDec
+	return zstdEnc, zstdDec, zstdErr
 }
 
 // probePool recycles the buffers of worthTrying.
@@ -105,7 +105,10 @@ func worthTrying(alg Compression, data []byte) bool {
 func compressInto(dst []byte, alg Compression, data []byte) []byte {
 	switch alg {
 	case CompressZstd:
-		enc, _ := zstdCodecs()
+		enc, _, err := zstdCodecs()
+		if err != nil {
+			return dst
+		}
 		return enc.EncodeAll(data, dst)
 	case CompressLZ4:
 		bound := lz4.CompressBlockBound(len(data))
@@ -181,7 +184,10 @@ func decodeFrame(key string, frame []byte) ([]byte, error) {
 	case CompressNone:
 		return payload, nil
 	case CompressZstd:
-		_, dec := zstdCodecs()
+		_, dec, cerr := zstdCodecs()
+		if cerr != nil {
+			return nil, fmt.Errorf("compress: object %q: zstd decoder: %w", key, cerr)
+		}
 		out, err = dec.DecodeAll(payload, make([]byte, 0, h.n))
 	case CompressLZ4:
 		out = make([]byte, h.n)
