@@ -51,6 +51,7 @@ func TestCompressedVolume(t *testing.T) {
 			checkRatio(t, v, alg)
 			testutil.MustRun(t, "fsck", v.MetaURL)
 			testutil.MustRun(t, "gc", v.MetaURL) // exits non-zero on missing or mismatched blocks
+			checkDumpLoad(t, v, alg, text)
 		})
 	}
 }
@@ -118,4 +119,21 @@ func TestPlainVolumeStatus(t *testing.T) {
 	if res.Code == 0 || !strings.Contains(res.Stderr, "cannot change the compression") {
 		t.Errorf("format --force --compress zstd over a plain volume: exit %d\n%s", res.Code, res.Stderr)
 	}
+}
+
+// checkDumpLoad dumps the volume and loads the dump as a copy sharing the
+// bucket: the copy compresses like its source and reads its files.
+func checkDumpLoad(t *testing.T, v *testutil.Volume, alg string, text []byte) {
+	t.Helper()
+	dump := filepath.Join(v.Dir, "vol.dump")
+	testutil.MustRun(t, "dump", "--progress=never", v.MetaURL, dump)
+	copyURL := "sqlite://" + filepath.Join(v.Dir, "copy.db")
+	testutil.MustRun(t, "load", "--progress=never", copyURL, dump)
+	if out := testutil.MustRun(t, "status", copyURL).Stdout; !strings.Contains(out, "Compression "+alg) {
+		t.Errorf("status of the loaded copy:\n%s", out)
+	}
+	cp := &testutil.Volume{Dir: v.Dir, MetaURL: copyURL, Bucket: v.Bucket, Mountpoint: v.Mountpoint}
+	m := cp.Mount(t)
+	wantContent(t, m.Path("log.txt"), text)
+	m.Unmount(t)
 }
