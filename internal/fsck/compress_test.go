@@ -14,7 +14,7 @@ import (
 // newCompressedEnv is newEnv with blocks stored as zstd frames.
 func newCompressedEnv(t *testing.T) *env {
 	e := newEnv(t)
-	e.sums = object.WithCompress(object.WithChecksum(e.raw), object.CompressZstd)
+	e.sums = object.WithChecksum(object.WithCompress(e.raw, object.CompressZstd))
 	return e
 }
 
@@ -67,8 +67,8 @@ func TestCompressedVolume(t *testing.T) {
 	if err := e.sums.Put(e.ctx, text[0], bytes.NewReader(short), int64(len(short))); err != nil {
 		t.Fatal(err)
 	}
-	long := make([]byte, blockSize+100)
-	if err := object.WithChecksum(e.raw).Put(e.ctx, random[0], bytes.NewReader(long), int64(len(long))); err != nil {
+	long := make([]byte, object.StoredSize(blockSize)+100)
+	if err := e.raw.Put(e.ctx, random[0], bytes.NewReader(long), int64(len(long))); err != nil {
 		t.Fatal(err)
 	}
 	rep := e.run(o)

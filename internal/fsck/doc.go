@@ -30,8 +30,8 @@
 //     stored size other than object.StoredSize of its length (on a
 //     compressed volume: more than a raw frame of it would take, see
 //     object.FrameStoredSizeOK), or, when
-//     verifying, a full read through Options.Blocks (checksums, and
-//     decompression on a compressed volume) that fails with
+//     verifying, a full read through Options.Blocks (decompression on a
+//     compressed volume, then checksums) that fails with
 //     object.ErrCorrupt. Each such block is damage.
 //  5. The files that hold damaged blocks, by path: one walk of the tree,
 //     only when something is damaged.

@@ -68,7 +68,7 @@ var lz4Pool = sync.Pool{New: func() any { return new(lz4.Compressor) }}
 // encodeFrame appends the frame of data to dst: compressed with alg when
 // that saves at least 1/16, else raw.
 func encodeFrame(dst []byte, alg Compression, data []byte) []byte {
-	h, payload := frameOf(dst[len(dst):], alg, data)
+	h, payload := frameOf(dst[len(dst):], alg, data, false)
 	var hdr [frameHeaderSize]byte
 	putFrameHeader(hdr[:], h)
 	out := append(dst, hdr[:]...)
@@ -77,9 +77,9 @@ func encodeFrame(dst []byte, alg Compression, data []byte) []byte {
 
 // frameOf returns the header and payload of data's frame: compressed into
 // scratch (reused when large enough) with alg when that saves at least
-// 1/16, else data itself (raw).
-func frameOf(scratch []byte, alg Compression, data []byte) (frameHeader, []byte) {
-	if alg != CompressNone && worthTrying(alg, data) {
+// 1/16, else data itself (raw). probed says worthTrying already passed.
+func frameOf(scratch []byte, alg Compression, data []byte, probed bool) (frameHeader, []byte) {
+	if alg != CompressNone && (probed || worthTrying(alg, data)) {
 		out := compressInto(scratch[:0], alg, data)
 		if p := len(out); p > 0 && p <= len(data)-len(data)/16 {
 			return frameHeader{alg: alg, n: len(data), p: p, sum: crc32.Checksum(data, castagnoli)}, out
@@ -94,10 +94,15 @@ func worthTrying(alg Compression, data []byte) bool {
 	if len(data) < 4*probeSize {
 		return len(data) > 0
 	}
-	buf := poolBuf(&probePool, lz4.CompressBlockBound(probeSize))
+	return compresses(alg, data[:probeSize])
+}
+
+// compresses reports whether sample shrinks by 1/16 with alg.
+func compresses(alg Compression, sample []byte) bool {
+	buf := poolBuf(&probePool, lz4.CompressBlockBound(len(sample)))
 	defer probePool.Put(buf)
-	out := compressInto((*buf)[:0], alg, data[:probeSize])
-	return len(out) > 0 && len(out) <= probeSize-probeSize/16
+	out := compressInto((*buf)[:0], alg, sample)
+	return len(out) > 0 && len(out) <= len(sample)-len(sample)/16
 }
 
 // compressInto appends data compressed with alg to dst, or returns dst
@@ -250,4 +255,90 @@ func (r *frameReader) Seek(off int64, whence int) (int64, error) {
 	}
 	r.pos = off
 	return off, nil
+}
+
+// rawStream is the stored stream of a raw frame whose body is streamed:
+// the header, head (the body's first bytes, already read), then the rest
+// of the body, exactly size bytes in all (a body that ends early fails
+// the stream with io.ErrUnexpectedEOF). Over an io.Seeker body it can be
+// rewound to its start, so a retry wrapper below replays it without
+// buffering.
+type rawStream struct {
+	key   string
+	hdr   [frameHeaderSize]byte
+	head  []byte
+	body  io.Reader
+	sk    io.Seeker // nil: not rewindable
+	start int64     // body position before head
+	size  int64     // data bytes
+	pos   int64     // stream bytes delivered
+}
+
+// newRawStream returns the stream; call it before head is read from body.
+func newRawStream(key string, head []byte, body io.Reader, size int64) *rawStream {
+	s := &rawStream{key: key, head: head, body: body, size: size}
+	putFrameHeader(s.hdr[:], frameHeader{alg: CompressNone, n: int(size), p: int(size)})
+	if sk, ok := body.(io.Seeker); ok {
+		if at, err := sk.Seek(0, io.SeekCurrent); err == nil {
+			s.sk, s.start = sk, at
+		}
+	}
+	return s
+}
+
+// reader returns s, hidden behind a plain io.Reader when it cannot be
+// rewound (so a retry wrapper buffers it instead of failing to seek).
+func (s *rawStream) reader() io.Reader {
+	if s.sk == nil {
+		return struct{ io.Reader }{s}
+	}
+	return s
+}
+
+// Read implements io.Reader.
+func (s *rawStream) Read(p []byte) (int, error) {
+	fixed := int64(frameHeaderSize + len(s.head))
+	switch {
+	case s.pos >= frameHeaderSize+s.size:
+		return 0, io.EOF
+	case s.pos < frameHeaderSize:
+		k := copy(p, s.hdr[s.pos:])
+		s.pos += int64(k)
+		return k, nil
+	case s.pos < fixed:
+		k := copy(p, s.head[s.pos-frameHeaderSize:])
+		s.pos += int64(k)
+		return k, nil
+	}
+	left := frameHeaderSize + s.size - s.pos
+	k, err := s.body.Read(p[:min(int64(len(p)), left)])
+	s.pos += int64(k)
+	if errors.Is(err, io.EOF) {
+		err = nil
+		if k == 0 {
+			err = fmt.Errorf("compress: put %q: body ended %d bytes short: %w", s.key, left, io.ErrUnexpectedEOF)
+		}
+	}
+	return k, err
+}
+
+// Seek implements io.Seeker for what a replaying caller needs: the
+// current position, and a rewind to the start, which rewinds the body to
+// where it started (bodies such as the checksum encoder rewind only
+// there) and reads head again.
+func (s *rawStream) Seek(off int64, whence int) (int64, error) {
+	switch {
+	case whence == io.SeekCurrent && off == 0:
+		return s.pos, nil
+	case whence == io.SeekStart && off == 0 && s.sk != nil:
+		if _, err := s.sk.Seek(s.start, io.SeekStart); err != nil {
+			return s.pos, err
+		}
+		if err := readBody(s.key, s.body, s.head, 0, s.size); err != nil {
+			return s.pos, err
+		}
+		s.pos = 0
+		return 0, nil
+	}
+	return s.pos, fmt.Errorf("compress: put %q: cannot seek to %d (whence %d)", s.key, off, whence)
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"shoal/internal/object"
 	"shoal/internal/object/memstore"
@@ -21,12 +23,11 @@ func textData(n int) []byte {
 	return []byte(b.String()[:n])
 }
 
-// newCompressed returns a compressing, checksumming store over memstore,
-// the checksummed store below the compression (frames), and the raw one.
-func newCompressed(alg object.Compression) (object.Store, object.Store, *memstore.Store) {
+// newCompressed returns a checksumming, compressing store over memstore
+// (the volume's stack, volume.BlockStore), and the raw store of frames.
+func newCompressed(alg object.Compression) (object.Store, *memstore.Store) {
 	raw := memstore.New()
-	frames := object.WithChecksum(raw)
-	return object.WithCompress(frames, alg), frames, raw
+	return object.WithChecksum(object.WithCompress(raw, alg)), raw
 }
 
 var algs = []object.Compression{object.CompressZstd, object.CompressLZ4}
@@ -40,7 +41,7 @@ func TestCompressRoundTripAndRanges(t *testing.T) {
 	for _, alg := range algs {
 		for name, in := range inputs {
 			t.Run(alg.String()+"/"+name, func(t *testing.T) {
-				s, _, _ := newCompressed(alg)
+				s, _ := newCompressed(alg)
 				mustPut(t, s, "k", in)
 				n := int64(len(in))
 				ranges := [][2]int64{{0, -1}, {0, n + 1}, {0, 1}, {1, 10}, {n / 2, 4096}, {max(n-1, 0), 5}, {n, 1}, {n + 7, -1}, {3, -1}, {0, 0}}
@@ -67,14 +68,14 @@ func TestCompressRoundTripAndRanges(t *testing.T) {
 // compressed well.
 func TestCompressStoresIncompressibleRaw(t *testing.T) {
 	for _, alg := range algs {
-		s, frames, _ := newCompressed(alg)
+		s, raw := newCompressed(alg)
 		mustPut(t, s, "random", randData(9, 4<<20))
 		mustPut(t, s, "text", textData(4<<20))
-		r := rawBytes(t, frames, "random")
-		if len(r) != 20+4<<20 || r[5] != 0 {
-			t.Errorf("%s: random block stored as %d bytes, algorithm %d; want raw, %d bytes", alg, len(r), r[5], 20+4<<20)
+		r := rawBytes(t, raw, "random")
+		if want := 20 + object.StoredSize(4<<20); int64(len(r)) != want || r[5] != 0 {
+			t.Errorf("%s: random block stored as %d bytes, algorithm %d; want raw, %d bytes", alg, len(r), r[5], want)
 		}
-		x := rawBytes(t, frames, "text")
+		x := rawBytes(t, raw, "text")
 		if len(x) > 1<<20 || x[5] != byte(alg) {
 			t.Errorf("%s: text block stored as %d bytes, algorithm %d; want compressed below 1 MiB", alg, len(x), x[5])
 		}
@@ -125,18 +126,24 @@ func TestCompressCorruptFrames(t *testing.T) {
 	}
 }
 
-// TestCompressChecksumBelowCatchesFlips flips a stored bit under the full
-// stack: the checksum layer reports it before any decoding.
-func TestCompressChecksumBelowCatchesFlips(t *testing.T) {
-	s, _, raw := newCompressed(object.CompressZstd)
-	mustPut(t, s, "k", textData(1<<20))
-	b := rawBytes(t, raw, "k")
-	b[100] ^= 4
-	if err := raw.Put(context.Background(), "k", bytes.NewReader(b), int64(len(b))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := read(s, "k", 0, -1); !errors.Is(err, object.ErrCorrupt) {
-		t.Fatalf("read of a flipped block: %v, want ErrCorrupt", err)
+// TestCompressFullStackCatchesFlips flips a stored bit of a compressed
+// and of a raw frame under the volume's stack: ErrCorrupt, whole or by
+// range, from the frame's CRC or the checksums above.
+func TestCompressFullStackCatchesFlips(t *testing.T) {
+	for name, in := range map[string][]byte{"text": textData(1 << 20), "random": randData(4, 1<<20)} {
+		s, raw := newCompressed(object.CompressZstd)
+		mustPut(t, s, "k", in)
+		b := rawBytes(t, raw, "k")
+		b[min(len(b)-1, 20+20+32*(seg+12)+100)] ^= 4 // in segment 32 of a raw frame
+		if err := raw.Put(context.Background(), "k", bytes.NewReader(b), int64(len(b))); err != nil {
+			t.Fatal(err)
+		}
+		s = object.WithChecksum(object.WithCompress(raw, object.CompressZstd)) // nothing cached
+		for _, r := range [][2]int64{{0, -1}, {512 << 10, 4096}} {
+			if got, err := read(s, "k", r[0], r[1]); !errors.Is(err, object.ErrCorrupt) {
+				t.Errorf("%s: Get(%d, %d) of a flipped block: %d bytes, %v; want ErrCorrupt", name, r[0], r[1], len(got), err)
+			}
+		}
 	}
 }
 
@@ -152,5 +159,48 @@ func TestParseCompression(t *testing.T) {
 	}
 	if _, err := object.ParseCompression("gzip"); err == nil {
 		t.Error("gzip accepted")
+	}
+}
+
+// halfFailStore reads half of the first Put's body, then fails it with a
+// transient error; later Puts pass through.
+type halfFailStore struct {
+	object.Store
+	failed bool
+}
+
+func (h *halfFailStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	if !h.failed {
+		h.failed = true
+		_, _ = io.CopyN(io.Discard, r, size/2)
+		return errors.New("connection reset")
+	}
+	return h.Store.Put(ctx, key, r, size)
+}
+
+// TestCompressPutReplays stores raw (streamed) and compressed frames
+// through a retry wrapper whose first attempt dies half way: the retry
+// must replay the whole frame, from a seekable body or not.
+func TestCompressPutReplays(t *testing.T) {
+	for name, in := range map[string][]byte{"random": randData(8, 1<<20), "text": textData(1 << 20)} {
+		for _, seekable := range []bool{true, false} {
+			raw := memstore.New()
+			s := object.WithChecksum(object.WithCompress(object.WithRetry(&halfFailStore{Store: raw}, 3, time.Millisecond), object.CompressZstd))
+			var body io.Reader = bytes.NewReader(in)
+			if !seekable {
+				body = struct{ io.Reader }{body}
+			}
+			if err := s.Put(context.Background(), "k", body, int64(len(in))); err != nil {
+				t.Fatalf("%s (seekable %v): %v", name, seekable, err)
+			}
+			if got, err := read(s, "k", 0, -1); err != nil || !bytes.Equal(got, in) {
+				t.Fatalf("%s (seekable %v): read back %d bytes, %v", name, seekable, len(got), err)
+			}
+		}
+	}
+	s, _ := newCompressed(object.CompressZstd)
+	short := io.LimitReader(bytes.NewReader(randData(9, 1<<20)), 1<<19)
+	if err := s.Put(context.Background(), "k", short, 1<<20); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("Put of a body shorter than its size: %v, want io.ErrUnexpectedEOF", err)
 	}
 }

@@ -5,9 +5,9 @@
 // wiring to keep right.
 //
 // The block store is built in one function, BlockStore: the retrying
-// store, block checksums over it, and compression over those when the
-// volume's format asks for it (data → compress → checksum → store), so
-// the layers above see plain blocks. fsck reads blocks through the same
+// store, compression over it when the volume's format asks for it, and
+// block checksums on top (data → checksum → compress → store), so the
+// layers above see plain, verified blocks. fsck reads blocks through the same
 // function. A volume's compression is fixed at format time (version 3
 // volumes); status measures its ratio from a listing (MeasureCompression).
 //

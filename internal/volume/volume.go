@@ -28,7 +28,7 @@ type Options struct {
 type Volume struct {
 	Format  meta.Format
 	Engine  meta.Engine
-	Objects object.Store // the block store (BlockStore): compressed if the format says, checksummed, retrying
+	Objects object.Store // the block store (BlockStore): checksummed, compressed if the format says, retrying
 	// Plain is the same store without block checksums (retrying), for
 	// objects that are not blocks, such as metadata backups.
 	Plain object.Store
@@ -76,7 +76,7 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	}
 	// Retries sit under the checksums: a block is verified as it arrives
 	// from whichever attempt delivered it. Every volume checksums its
-	// blocks (docs/format.md); BlockStore adds compression above.
+	// blocks (docs/format.md); BlockStore adds compression below them.
 	plain := object.WithRetry(objects, 5, 100*time.Millisecond)
 	claims, err := identity.Check(ctx, plain, f)
 	if err != nil {
