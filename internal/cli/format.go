@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"shoal/internal/meta"
 	"shoal/internal/secret"
 	"shoal/internal/volume"
 )
@@ -39,7 +40,8 @@ writes anything, and refuses to overwrite an existing volume unless --force.`,
 		Example: `  shoal format sqlite:///var/lib/shoal/meta.db
   SHOAL_META_PASSWORD=... AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... \
     shoal format postgres://shoal@db1:5432/shoal --storage s3 --bucket http://s3.lan:9000/shoal
-  shoal format sqlite:///srv/meta.db --storage file --bucket /srv/objects --block-size 1M`,
+  shoal format sqlite:///srv/meta.db --storage file --bucket /srv/objects --block-size 1M
+  shoal format sqlite:///srv/meta.db --compress zstd`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.BlockSize, o.Capacity = int(blockSize), uint64(capacity)
@@ -50,8 +52,8 @@ writes anything, and refuses to overwrite an existing volume unless --force.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "formatted volume %q (uuid %s)\n  metadata: %s\n  data:     %s %s (blocks of %s)\nmount it with: shoal mount %s MOUNTPOINT\n",
-				f.Name, f.UUID, secret.Mask(args[0]), f.Storage, secret.Mask(f.Bucket), humanBytes(int64(f.BlockSize)), secret.Mask(args[0]))
+			fmt.Fprintf(cmd.OutOrStdout(), "formatted volume %q (uuid %s)\n  metadata: %s\n  data:     %s %s (blocks of %s, compression %s)\nmount it with: shoal mount %s MOUNTPOINT\n",
+				f.Name, f.UUID, secret.Mask(args[0]), f.Storage, secret.Mask(f.Bucket), humanBytes(int64(f.BlockSize)), compressionName(f), secret.Mask(args[0]))
 			return nil
 		},
 	}
@@ -62,6 +64,7 @@ writes anything, and refuses to overwrite an existing volume unless --force.`,
 	fl.Var(sizeFlag{&blockSize}, "block-size", "bytes per block object, 4K to 4M (default 4M)")
 	fl.Var(sizeFlag{&capacity}, "capacity", "space quota of the volume, e.g. 100G (default unlimited)")
 	fl.Uint64Var(&o.Inodes, "inodes", 0, "inode quota of the volume (default unlimited)")
+	fl.StringVar(&o.Compression, "compress", "none", "compress blocks: none, zstd or lz4 (incompressible blocks are stored as they are)")
 	fl.BoolVar(&o.Force, "force", false, "replace the settings of an existing volume (its files are kept)")
 	fl.BoolVar(&encrypt, "encrypt", false, "encrypt every object at rest under a key wrapped by the passphrase or key file (docs/admin.md)")
 	sf.register(fl)
@@ -106,4 +109,12 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// compressionName names a volume's block compression for people.
+func compressionName(f meta.Format) string {
+	if f.Compression == "" {
+		return "none"
+	}
+	return f.Compression
 }

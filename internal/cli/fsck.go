@@ -98,7 +98,7 @@ func runFsck(cmd *cobra.Command, metaURL string, f *fsckFlags) error {
 	}
 	store := object.WithRetry(raw, 5, 0)
 	o := fsck.Options{Repair: f.repair, ZeroDamaged: f.zeroDamaged, VerifyData: !f.noVerify,
-		BlockSize: vf.BlockSize, Progress: &fsck.Progress{}, StoredSize: volume.StoredBlockSize(vf)}
+		BlockSize: vf.BlockSize, Progress: &fsck.Progress{}, SizeOK: volume.StoredSizeOK(vf)}
 	if o.VerifyData {
 		// Reading blocks of an encrypted volume needs its key.
 		if o.Blocks, err = fsckBlocks(store, vf, &f.secret); err != nil {
@@ -128,7 +128,7 @@ func fsckBlocks(store object.Store, vf meta.Format, sf *secretFlags) (object.Sto
 	if err != nil {
 		return nil, fmt.Errorf("fsck: %w (or check without reading data: --no-verify-data)", err)
 	}
-	return volume.BlockStore(store, key)
+	return volume.BlockStore(store, vf, key)
 }
 
 // loadError classifies an error from opening or reading a volume: an

@@ -27,9 +27,11 @@
 //     listing began (blocks are stored before their slice is committed).
 //  4. For each expected block: absent from the listing (re-checked with
 //     Head, since a slice freed and deleted meanwhile is not damage), a
-//     stored size other than Options.StoredSize of its length, or, when
-//     verifying, a full read through Options.Blocks (the checksum or
-//     decrypting wrapper) that fails with
+//     stored size that no stored form of its length takes
+//     (Options.SizeOK: one size for checksummed or encrypted blocks, a
+//     range for compression frames), or, when verifying, a full read
+//     through Options.Blocks (the volume's checksums, decompression and
+//     decryption) that fails with
 //     object.ErrCorrupt. Each such block is damage.
 //  5. The files that hold damaged blocks, by path: one walk of the tree,
 //     only when something is damaged.

@@ -37,13 +37,15 @@ type Options struct {
 	Progress *Progress
 	// Logger receives warnings; nil means slog.Default().
 	Logger *slog.Logger
-	// Blocks is the store blocks are verified through, over the raw
-	// store Run is given; nil means object.WithChecksum of it (a plain
-	// volume). An encrypted volume passes its decrypting store.
+	// Blocks reads blocks as a mount does (volume.BlockStore over the
+	// store given to Run: checksums, decompression, decryption as the
+	// volume has them); nil means object.WithChecksum of that store.
 	Blocks object.Store
-	// StoredSize maps a block's length to its stored size; nil means
+	// SizeOK says whether stored bytes can be the stored size of a block
+	// of n bytes (volume.StoredSizeOK: one size for plain and encrypted
+	// blocks, a range for compression frames); nil means exactly
 	// object.StoredSize (checksummed blocks).
-	StoredSize func(n int64) int64
+	SizeOK func(stored, n int64) bool
 }
 
 func (o Options) withDefaults() Options {
@@ -62,8 +64,8 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.StoredSize == nil {
-		o.StoredSize = object.StoredSize
+	if o.SizeOK == nil {
+		o.SizeOK = func(stored, n int64) bool { return stored == object.StoredSize(n) }
 	}
 	return o
 }

@@ -41,8 +41,8 @@ func (c *checker) checkBlocks(ctx context.Context) error {
 			if err := c.recheckMissing(ctx, j, "not in the store's listing"); err != nil {
 				return err
 			}
-		case stored != c.o.StoredSize(int64(j.size)):
-			c.damage(j, WrongSize, fmt.Sprintf("stored %d bytes, want %d", stored, c.o.StoredSize(int64(j.size))))
+		case !c.o.SizeOK(stored, int64(j.size)):
+			c.damage(j, WrongSize, fmt.Sprintf("stored %d bytes, which no stored form of a %d-byte block takes", stored, j.size))
 		case c.o.VerifyData:
 			toRead = append(toRead, j)
 			continue

@@ -155,6 +155,11 @@ type Format struct {
 	Capacity  uint64    `json:"capacity,omitempty"` // bytes; 0 = unlimited
 	Inodes    uint64    `json:"inodes,omitempty"`   // 0 = unlimited
 	Created   time.Time `json:"created"`
+	// Compression is how blocks are stored: "" (none, plain blocks) or
+	// "zstd"/"lz4" (every block a compression frame, docs/format.md).
+	// Volumes with compression are format version 3.
+	Compression string `json:"compression,omitempty"`
+
 	// Encryption is set on a volume whose objects are encrypted at rest
 	// (docs/admin.md); nil on a plain volume.
 	Encryption *Encryption `json:"encryption,omitempty"`
@@ -176,11 +181,19 @@ type Encryption struct {
 	WrappedKey []byte `json:"wrapped_key"`
 }
 
-// CurrentFormatVersion is the volume format this binary writes. Engines
-// refuse volumes with a higher version. Version 2 added appended chunk
-// keys (docs/format.md); version 1 volumes are read and written in the
-// version 1 layout.
-const CurrentFormatVersion = 2
+// CurrentFormatVersion is the newest volume format this binary reads and
+// writes. Engines refuse volumes with a higher version. Version 2 added
+// appended chunk keys (docs/format.md); version 1 volumes are read and
+// written in the version 1 layout. Version 3 added block compression
+// (Format.Compression) and encryption (Format.Encryption): a volume is
+// version 3 only when it compresses or encrypts, so that older binaries,
+// which would read frames or sealed objects as data (and write plain
+// ones), refuse it, while a volume with neither stays version 2.
+const CurrentFormatVersion = 3
+
+// PlainFormatVersion is the version of a new volume without compression
+// or encryption.
+const PlainFormatVersion = 2
 
 // MaxBlockSize is the largest block object size.
 const MaxBlockSize = 4 << 20

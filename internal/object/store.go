@@ -1,13 +1,14 @@
 // Package object defines the object store seam that file data lives in, and
-// the wrappers that add behaviour around any store (checksums, encryption,
+// the wrappers that add behaviour around any store (checksums, compression, encryption,
 // retries, fault injection). Backends live in sub-packages (filestore, memstore, ...).
 //
 // Objects are immutable blocks of at most a few MiB: they are written once,
 // whole, read by range and deleted. There is no append, rename or overwrite
 // in place, which is what lets every backend stay small and crash safe.
 //
-// Import rules: object imports only the standard library and
-// golang.org/x/crypto (XChaCha20-Poly1305 for encryption); backends import
+// Import rules: object imports only the standard library,
+// golang.org/x/crypto (XChaCha20-Poly1305 for encryption) and the codecs of
+// the compression wrapper (klauspost/compress zstd, pierrec/lz4); backends import
 // object; nothing here knows about inodes or metadata.
 package object
 

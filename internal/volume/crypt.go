@@ -44,14 +44,6 @@ func DataKey(f meta.Format, secret Secret) ([]byte, error) {
 // retrying store): checksummed on a plain volume, sealed on an encrypted
 // one, whose AEAD tags authenticate every record and so replace the
 // checksums (object/encrypt.go). Compression, when added, goes above this
-// one: blocks are compressed before they are sealed.
-func BlockStore(plain object.Store, dataKey []byte) (object.Store, error) {
-	if dataKey == nil {
-		return object.WithChecksum(plain), nil
-	}
-	return object.WithEncryption(plain, dataKey)
-}
-
 // SealedStore returns the store for objects that are not blocks but hold
 // the volume's contents (metadata backups): plain itself on a plain
 // volume, sealed on an encrypted one.
@@ -60,15 +52,6 @@ func SealedStore(plain object.Store, dataKey []byte) (object.Store, error) {
 		return plain, nil
 	}
 	return object.WithEncryption(plain, dataKey)
-}
-
-// StoredBlockSize returns the stored size of a block of n bytes on a
-// volume with the format f.
-func StoredBlockSize(f meta.Format) func(n int64) int64 {
-	if f.Encryption != nil {
-		return object.EncryptedSize
-	}
-	return object.StoredSize
 }
 
 // encryptionFor returns the encryption settings of a volume being

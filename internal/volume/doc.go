@@ -4,6 +4,13 @@
 // lab, the admin tools and the tests all open volumes here, so there is one
 // wiring to keep right.
 //
+// The block store is built in one function, BlockStore: the retrying
+// store, compression over it when the volume's format asks for it, and
+// block checksums on top (data → checksum → compress → store), so the
+// layers above see plain, verified blocks. fsck reads blocks through the same
+// function. A volume's compression is fixed at format time (version 3
+// volumes); status measures its ratio from a listing (MeasureCompression).
+//
 // It also keeps a volume's identity in its bucket (internal/identity):
 // Format claims the bucket (and refuses one another volume claims, or one
 // holding blocks from before claims existed); Open refuses a bucket whose

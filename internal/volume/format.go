@@ -29,6 +29,8 @@ type FormatOptions struct {
 	// Secret, when set, makes an encrypted volume whose data key is
 	// wrapped under it (a passphrase or key-file bytes).
 	Secret []byte
+	// Compression of the volume's blocks: "none" (or ""), "zstd", "lz4".
+	Compression string
 }
 
 // Format creates a volume at metaURL. It connects to the engine, refuses an
@@ -49,6 +51,13 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 	if err != nil {
 		return meta.Format{}, err
 	}
+	var prev *meta.Format
+	if existing {
+		prev = &old
+	}
+	if err := setCompression(&f, o.Compression, prev); err != nil {
+		return meta.Format{}, fmt.Errorf("formatting %s: %w", secret.Mask(metaURL), err)
+	}
 	if existing {
 		// New settings for the same volume: its files, and so its
 		// identity in the bucket, are kept.
@@ -56,6 +65,11 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 	}
 	if f.Encryption, err = encryptionFor(old, existing, o.Secret); err != nil {
 		return meta.Format{}, err
+	}
+	if f.Encryption != nil {
+		// Older binaries would read sealed objects as data and write
+		// plain ones: version 3 makes them refuse the volume.
+		f.Version = meta.CurrentFormatVersion
 	}
 	store, err := checkStore(ctx, f)
 	if err != nil {

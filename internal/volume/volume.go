@@ -32,7 +32,7 @@ type Options struct {
 type Volume struct {
 	Format  meta.Format
 	Engine  meta.Engine
-	Objects object.Store // the block store: checksummed, retrying
+	Objects object.Store // the block store (BlockStore): checksummed, compressed if the format says, retrying
 	// Plain is the same store without block checksums (retrying), for
 	// objects that are not blocks, such as identity claims.
 	Plain object.Store
@@ -117,7 +117,7 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	// Retries sit under the checksums (or the seals of an encrypted
 	// volume): a block is verified as it arrives from whichever attempt
 	// delivered it. Every plain volume checksums its blocks
-	// (docs/format.md).
+	// (docs/format.md); BlockStore adds compression and encryption.
 	plain := object.WithRetry(objects, 5, 100*time.Millisecond)
 	claims, err := identity.Check(ctx, plain, f)
 	if err != nil {
@@ -132,7 +132,7 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 		_ = eng.Close()
 		return nil, err
 	}
-	if objects, err = BlockStore(plain, dataKey); err != nil {
+	if objects, err = BlockStore(plain, f, dataKey); err != nil {
 		_ = eng.Close()
 		return nil, err
 	}

@@ -6,7 +6,8 @@
 //
 //	corebench meta DIR N          create, stat and unlink N empty files (seconds)
 //	corebench hugedir DIR N       create N files, readdir, stat each (seconds)
-//	corebench write FILE MIB      sequential write in 1 MiB pieces + fsync (MiB/s)
+//	corebench write FILE MIB [KIND] sequential write in 1 MiB pieces + fsync (MiB/s);
+//	                                KIND: pattern (default), random, text
 //	corebench read FILE           sequential read in 1 MiB pieces (MiB/s)
 //	corebench rss PID             the process's peak RSS, VmHWM (KiB)
 //	corebench report RESULTS      median table and verdicts from "target metric value" lines
@@ -42,7 +43,11 @@ func run(args []string) error {
 	case "hugedir":
 		return hugedir(args[1], num(2))
 	case "write":
-		return write(args[1], num(2))
+		kind := ""
+		if len(args) > 3 {
+			kind = args[3]
+		}
+		return write(args[1], num(2), kind)
 	case "read":
 		return read(args[1])
 	case "rss":

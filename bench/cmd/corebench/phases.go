@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -113,11 +115,12 @@ func hugedir(dir string, n int) error {
 	return nil
 }
 
-// write writes mib MiB sequentially to a new file and fsyncs it.
-func write(path string, mib int) error {
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i*7 + i>>11) // not all zeros, not trivially compressible
+// write writes mib MiB of kind (pattern, random, text: see fill)
+// sequentially to a new file and fsyncs it.
+func write(path string, mib int, kind string) error {
+	pool, err := fill(kind)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
@@ -125,6 +128,7 @@ func write(path string, mib int) error {
 		return err
 	}
 	for i := 0; i < mib; i++ {
+		buf := pool[i%len(pool)]
 		buf[0], buf[1] = byte(i), byte(i>>8)
 		if _, err := f.Write(buf); err != nil {
 			f.Close()
@@ -185,4 +189,41 @@ func rss(pid int) error {
 		}
 	}
 	return fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
+
+// fill returns the 1 MiB buffers a write cycles through, made before the
+// clock starts: "pattern" (the default: one buffer of a short repeating
+// pattern, what the core benchmark always wrote), "random" (64 distinct
+// MiB of random bytes: incompressible, even across a 4 MiB block), or
+// "text" (64 MiB of log-like lines: compresses about as well as logs and
+// source trees do).
+func fill(kind string) ([][]byte, error) {
+	switch kind {
+	case "", "pattern":
+		buf := make([]byte, 1<<20)
+		for i := range buf {
+			buf[i] = byte(i*7 + i>>11)
+		}
+		return [][]byte{buf}, nil
+	case "random":
+		r := rand.NewChaCha8([32]byte{7})
+		pool := make([][]byte, 64)
+		for i := range pool {
+			pool[i] = make([]byte, 1<<20)
+			_, _ = r.Read(pool[i])
+		}
+		return pool, nil
+	case "text":
+		var b bytes.Buffer
+		for i := 0; b.Len() < 64<<20; i++ {
+			fmt.Fprintf(&b, "2026-11-25T03:%02d:%02d.%06dZ host%d GET /srv/www/site%d/page%d.html status=%d bytes=%d\n",
+				i/60%60, i%60, i*7919%1000000, i%17, i%13, i%997, 200+i%7*50, i*31%65536)
+		}
+		pool := make([][]byte, 64)
+		for i := range pool {
+			pool[i] = b.Bytes()[i<<20 : (i+1)<<20]
+		}
+		return pool, nil
+	}
+	return nil, fmt.Errorf("unknown data kind %q (pattern, random, text)", kind)
 }

@@ -52,7 +52,7 @@ func encodeQuota(q meta.Quota) []byte {
 }
 
 func decodeQuota(ino meta.Ino, b []byte) (meta.Quota, bool) {
-	if len(b) < 32 {
+	if len(b) != 32 {
 		return meta.Quota{}, false
 	}
 	return meta.Quota{Ino: ino, MaxSpace: be.Uint64(b), MaxInodes: be.Uint64(b[8:]),

@@ -160,8 +160,11 @@ func attrFlags(b []byte) byte {
 	return b[attrLen-1]
 }
 
+// decodeAttr decodes an attr record of any length encodeAttrRecord
+// writes or wrote (attrLen, +8 with Alloc, +16 with a generation); any
+// other length, version or file type is a corrupt record.
 func decodeAttr(b []byte) (meta.Attr, error) {
-	if len(b) < attrLen || b[0] != attrVersion {
+	if n := len(b); n != attrLen && n != attrLen+8 && n != attrLen+16 || b[0] != attrVersion || !validType(b[1]) {
 		return meta.Attr{}, fmt.Errorf("bad attr record (%d bytes, version %d)", len(b), firstByte(b))
 	}
 	a := meta.Attr{
@@ -200,8 +203,11 @@ func encodeDentry(ino meta.Ino, t meta.Type) []byte {
 	return append(b, byte(t))
 }
 
+// validType reports whether t is a file type records may hold.
+func validType(t byte) bool { return t >= byte(meta.TypeFile) && t <= byte(meta.TypeSocket) }
+
 func decodeDentry(b []byte) (meta.Ino, meta.Type, error) {
-	if len(b) < dentryLen {
+	if len(b) != dentryLen || !validType(b[8]) {
 		return 0, 0, fmt.Errorf("bad dentry record (%d bytes)", len(b))
 	}
 	return meta.Ino(be.Uint64(b)), meta.Type(b[8]), nil
@@ -233,15 +239,33 @@ func decodeSlices(b []byte) ([]meta.Slice, error) {
 	}
 	ss := make([]meta.Slice, 0, len(b)/sliceLen)
 	for ; len(b) > 0; b = b[sliceLen:] {
-		ss = append(ss, meta.Slice{
+		s := meta.Slice{
 			ID:   meta.SliceID(be.Uint64(b)),
 			Size: be.Uint32(b[8:]),
 			Off:  be.Uint32(b[12:]),
 			Len:  be.Uint32(b[16:]),
 			Pos:  be.Uint32(b[20:]),
-		})
+		}
+		if !validSlice(s) {
+			return nil, fmt.Errorf("bad slice record %v in chunk record", s)
+		}
+		ss = append(ss, s)
 	}
 	return ss, nil
+}
+
+// validSlice reports whether a slice record can have been written: its
+// range lies inside the chunk and (unless it is a hole, id 0) inside the
+// slice's data. A record that fails would send a read to bytes no block
+// holds.
+func validSlice(s meta.Slice) bool {
+	if uint64(s.Pos)+uint64(s.Len) > meta.ChunkSize {
+		return false
+	}
+	if s.ID == 0 {
+		return s.Size == 0 && s.Off == 0
+	}
+	return uint64(s.Off)+uint64(s.Len) <= uint64(s.Size)
 }
 
 func encodeInt(v int64) []byte { return be.AppendUint64(nil, uint64(v)) }
