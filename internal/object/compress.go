@@ -232,4 +232,3 @@ func FrameStoredSizeOK(stored, n int64) bool {
 
 // FrameHeaderSize is the bytes a compression frame adds to its payload.
 const FrameHeaderSize = frameHeaderSize
-
