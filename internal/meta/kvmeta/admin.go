@@ -223,6 +223,9 @@ func (e *Engine) Restore(ctx context.Context, r io.Reader) error {
 		if !restoredKind(k[0]) {
 			continue
 		}
+		if !restorableKey(k) {
+			return wrap(fmt.Errorf("dump holds a malformed %q key of %d bytes: the dump is damaged", k[0], len(k)), "restore")
+		}
 		if batch = append(batch, [2][]byte{k, v}); len(batch) == restoreBatch {
 			if err := e.writeBatch(ctx, batch); err != nil {
 				return err

@@ -10,12 +10,35 @@ import (
 // clients are not restored: a restored volume has no client, and a
 // session copied from the dump would show as a dead mount (and block
 // `fsck --repair`) until reclaimed, while its lock records would hold
-// locks nobody owns. Orphans ('O') are restored; whoever restores purges
+// locks nobody owns, and its open records would keep files of no client
+// alive. Orphans ('O') are restored; whoever restores purges
 // them (volume.Adopt), since no handle on them survives a dump.
 func restoredKind(kind byte) bool {
 	switch kind {
-	case kindSession, kindSessionOrphan, kindSessionLock, kindFlock, kindPlock:
+	case kindSession, kindSessionOrphan, kindSessionLock, kindFlock, kindPlock, kindOpen:
 		return false
+	}
+	return true
+}
+
+// restorableKey reports whether k has the shape its kind's keys have, so
+// that a damaged or forged dump cannot put keys into the engine that the
+// readers of that kind (fsck's scans, session reclaim) would misread.
+// Exact lengths: attr, symlink, orphan, refs, freed, quota (9 bytes), open
+// (17), chunk (13, or 17 with a sequence); dentries and xattrs carry a
+// name after their 9 bytes; counters a name after their kind.
+func restorableKey(k []byte) bool {
+	switch k[0] {
+	case kindAttr, kindSymlink, kindOrphan, kindRefs, kindFreed, kindQuota:
+		return len(k) == 9
+	case kindOpen:
+		return len(k) == 17
+	case kindChunk:
+		return len(k) == 13 || len(k) == 17
+	case kindDentry, kindXattr:
+		return len(k) > 9
+	case kindCounter:
+		return len(k) > 1
 	}
 	return true
 }
