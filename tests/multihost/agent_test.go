@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"shoal/internal/testutil"
 )
 
 // agentReq is one file operation for an agent process, sent as a JSON
@@ -226,19 +224,7 @@ type agent struct {
 // startAgent starts an agent process; it is stopped when the test ends.
 func startAgent(t *testing.T, name string) *agent {
 	t.Helper()
-	c := testutil.HelperCmd(t, nil, "agent")
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Stderr = os.Stderr
-	if err := c.Start(); err != nil {
-		t.Fatalf("starting agent %s: %v", name, err)
-	}
+	c, stdin, stdout := startHelperProc(t, "agent", name)
 	a := &agent{t: t, name: name, cmd: c, in: json.NewEncoder(stdin), stdin: stdin, out: make(chan agentResp, 1)}
 	go func() {
 		dec := json.NewDecoder(stdout)
@@ -274,14 +260,4 @@ func (a *agent) do(req agentReq) agentResp {
 	return agentResp{}
 }
 
-func (a *agent) stop() {
-	a.stdin.Close()
-	done := make(chan struct{})
-	go func() { _ = a.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-done
-	}
-}
+func (a *agent) stop() { stopHelperProc(a.cmd, a.stdin) }

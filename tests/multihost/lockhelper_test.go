@@ -140,19 +140,7 @@ type locker struct {
 // path open, and stops it when the test ends.
 func startLocker(t *testing.T, name, path string) *locker {
 	t.Helper()
-	c := testutil.HelperCmd(t, nil, "locker")
-	stdin, err := c.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Stderr = os.Stderr
-	if err := c.Start(); err != nil {
-		t.Fatalf("starting locker %s: %v", name, err)
-	}
+	c, stdin, stdout := startHelperProc(t, "locker", name)
 	l := &locker{t: t, name: name, cmd: c, stdin: stdin, replies: make(chan string, 16), pid: c.Process.Pid}
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -211,14 +199,38 @@ func (l *locker) kill9() {
 }
 
 // stop ends the locker: end of input, then SIGKILL if it lingers.
-func (l *locker) stop() {
-	l.stdin.Close()
+func (l *locker) stop() { stopHelperProc(l.cmd, l.stdin) }
+
+// startHelperProc starts the test binary as helper kind (named name in
+// messages), its stdin and stdout piped to the caller, its stderr the
+// test's.
+func startHelperProc(t *testing.T, kind, name string) (*exec.Cmd, io.WriteCloser, io.ReadCloser) {
+	t.Helper()
+	c := testutil.HelperCmd(t, nil, kind)
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		t.Fatalf("starting %s %s: %v", kind, name, err)
+	}
+	return c, stdin, stdout
+}
+
+// stopHelperProc ends a helper: end of input, then SIGKILL if it lingers.
+func stopHelperProc(c *exec.Cmd, stdin io.WriteCloser) {
+	stdin.Close()
 	done := make(chan struct{})
-	go func() { _ = l.cmd.Wait(); close(done) }()
+	go func() { _ = c.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		_ = l.cmd.Process.Kill()
+		_ = c.Process.Kill()
 		<-done
 	}
 }
