@@ -1,0 +1,36 @@
+// Package journal owns the mount's local journal: the one place, outside
+// the serving process's memory, where a mount keeps what a replacement
+// process needs to carry on serving the same kernel connection — after a
+// deliberate upgrade or a kill -9 — without applications noticing.
+//
+// It holds, in files of a directory on a local disk (a runtime directory
+// per mountpoint; only the page cache is needed, since it survives the
+// death of a process, not of the machine):
+//
+//   - the open file and directory handles the kernel knows (fh, inode,
+//     open flags), the lock owners that took locks through them and
+//     whether a handle holds locks, and the engine session the mount
+//     works for: the state a new process must adopt as its own;
+//   - every write this mount acknowledged that is not yet committed to
+//     the engine and the object store (inode, offset, bytes), written
+//     before the write is acknowledged; a barrier record, appended after
+//     a flush of the inode committed everything journaled before a
+//     mark, makes the earlier records dead;
+//   - the kernel's INIT request (file "init"), which a new go-fuse server
+//     must see before it serves a connection that was set up long ago.
+//
+// Format. The journal is a sequence of segment files seg-NNNNNNNNNNNNNNNN,
+// each a sequence of records: a 4-byte little-endian payload length, a
+// CRC-32C of kind and payload, a kind byte and the payload. A record cut
+// short or failing its CRC ends the segment (the process died inside the
+// append: the operation was never acknowledged). Every segment begins with
+// a checkpoint of the handle state, so that a segment whose writes are all
+// committed can be deleted: when a segment grows past its size the journal
+// starts the next one and asks its owner to flush every file (Options.Sync);
+// once that returns, the older segments are deleted. The journal therefore
+// holds at most about two segments plus what the write buffer holds.
+//
+// Recover reads a journal back: the handle state as of the last record, and
+// the live writes in journal order. A new process applies them and then
+// starts a fresh journal (Create) with a checkpoint of what it adopted.
+package journal

@@ -1,0 +1,361 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Record kinds.
+const (
+	kindCheckpoint = 'K' // session, next fh, seq: the state that follows replaces all before
+	kindSession    = 'S' // session id
+	kindOpen       = 'O' // fh, ino, flags, tracked
+	kindRelease    = 'C' // fh
+	kindOpenDir    = 'D' // fh, ino
+	kindReleaseDir = 'E' // fh
+	kindLocked     = 'L' // fh: a lock was taken through it
+	kindOwner      = 'P' // fh, ino, owner: owner took a lock on ino through fh
+	kindOwnerGone  = 'Q' // ino, owner: the owner's locks on ino were dropped
+	kindWrite      = 'W' // seq, ino, off, bytes
+	kindBarrier    = 'B' // ino, mark: ino's writes before mark are committed
+)
+
+// DefaultSegmentSize is the size past which a new segment starts.
+const DefaultSegmentSize = 64 << 20
+
+const headerSize = 9 // length, crc, kind
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Handle is an open file handle as the kernel knows it.
+type Handle struct {
+	Ino     uint64
+	Flags   uint32
+	Tracked bool // the engine counted the open (meta.OpenTracker)
+	Locked  bool // a lock was taken through it
+}
+
+// Owner is a lock owner holding locks on Ino, taken through handle Fh.
+type Owner struct{ Ino, Owner, Fh uint64 }
+
+// Write is an acknowledged write not known to be committed.
+type Write struct {
+	Ino, Off uint64
+	Data     []byte
+}
+
+// State is what a journal says a mount was doing.
+type State struct {
+	Session uint64
+	NextFh  uint64 // the highest handle number used
+	Handles map[uint64]Handle
+	Dirs    map[uint64]uint64 // fh → directory inode
+	Owners  []Owner
+	Writes  []Write // in the order they were acknowledged
+	// NextSeq continues the numbering of writes and barriers across a
+	// successor's journal.
+	NextSeq uint64
+}
+
+// Options tune a Journal.
+type Options struct {
+	// SegmentSize is the size past which the next segment starts
+	// (0: DefaultSegmentSize).
+	SegmentSize int64
+	// Sync flushes every buffered write of the mount to the engine and
+	// the store. It is called in the background after a new segment
+	// starts; when it succeeds the older segments are deleted.
+	Sync   func() error
+	Logger *slog.Logger
+}
+
+// Journal appends a mount's records. Its methods are safe for concurrent
+// use; each returns once the record is in the kernel's page cache.
+type Journal struct {
+	dir  string
+	opts Options
+
+	mu       sync.Mutex
+	f        *os.File
+	segNo    uint64
+	off      int64
+	seq      uint64
+	st       mirror
+	rotating bool
+	wg       sync.WaitGroup
+}
+
+// Create starts a journal in dir whose first segment holds st's handles
+// (not its writes: the caller applied and committed them), then deletes
+// every older segment.
+func Create(dir string, st State, opts Options) (*Journal, error) {
+	if opts.SegmentSize <= 0 {
+		opts.SegmentSize = DefaultSegmentSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal directory: %w", err)
+	}
+	old, err := segments(dir)
+	if err != nil {
+		return nil, err
+	}
+	next := uint64(1)
+	if len(old) > 0 {
+		next = old[len(old)-1] + 1
+	}
+	j := &Journal{dir: dir, opts: opts, st: mirrorOf(st)}
+	j.seq = max(1, st.NextSeq)
+	if err := j.startSegment(next); err != nil {
+		return nil, err
+	}
+	for _, n := range old {
+		_ = os.Remove(j.segPath(n))
+	}
+	return j, nil
+}
+
+func (j *Journal) segPath(n uint64) string {
+	return filepath.Join(j.dir, fmt.Sprintf("seg-%016d", n))
+}
+
+// segments lists the segment numbers in dir, oldest first.
+func segments(dir string) ([]uint64, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal directory: %w", err)
+	}
+	var out []uint64
+	for _, e := range ents {
+		var n uint64
+		if _, err := fmt.Sscanf(e.Name(), "seg-%d", &n); err == nil && strings.HasPrefix(e.Name(), "seg-") {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out, nil
+}
+
+// startSegment opens segment n and writes the checkpoint. Called with mu
+// held (or before the journal is shared).
+func (j *Journal) startSegment(n uint64) error {
+	f, err := os.OpenFile(j.segPath(n), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal segment: %w", err)
+	}
+	if j.f != nil {
+		_ = j.f.Close()
+	}
+	j.f, j.segNo, j.off = f, n, 0
+	return j.writeCheckpoint()
+}
+
+// writeCheckpoint writes the mirror as the segment's first records.
+func (j *Journal) writeCheckpoint() error {
+	var b []byte
+	b = appendRecord(b, kindCheckpoint, u64s(j.st.session, j.st.nextFh, j.seq))
+	fhs := make([]uint64, 0, len(j.st.handles))
+	for fh := range j.st.handles {
+		fhs = append(fhs, fh)
+	}
+	sort.Slice(fhs, func(a, c int) bool { return fhs[a] < fhs[c] })
+	for _, fh := range fhs {
+		h := j.st.handles[fh]
+		b = appendRecord(b, kindOpen, openPayload(fh, h.Ino, h.Flags, h.Tracked))
+		if h.Locked {
+			b = appendRecord(b, kindLocked, u64s(fh))
+		}
+	}
+	for fh, ino := range j.st.dirs {
+		b = appendRecord(b, kindOpenDir, u64s(fh, ino))
+	}
+	for _, o := range j.st.ownerList() {
+		b = appendRecord(b, kindOwner, u64s(o.Fh, o.Ino, o.Owner))
+	}
+	return j.writeAt(b)
+}
+
+func (j *Journal) writeAt(b []byte) error {
+	if _, err := j.f.WriteAt(b, j.off); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.off += int64(len(b))
+	return nil
+}
+
+// append writes one record (payload, then data, which only a write has)
+// and applies it to the mirror; a segment grown past its size is followed
+// by a new one.
+func (j *Journal) append(kind byte, payload, data []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal: closed")
+	}
+	if kind == kindWrite {
+		binary.LittleEndian.PutUint64(payload, j.seq)
+		j.seq++
+	}
+	rec := appendHeader(make([]byte, 0, headerSize+len(payload)), kind, payload, data)
+	if err := j.writeAt(append(rec, payload...)); err != nil {
+		return err
+	}
+	if len(data) > 0 {
+		if err := j.writeAt(data); err != nil {
+			return err
+		}
+	}
+	j.st.apply(kind, payload)
+	if j.off >= j.opts.SegmentSize && !j.rotating {
+		return j.rotate()
+	}
+	return nil
+}
+
+// rotate starts the next segment and, in the background, flushes the
+// mount and deletes the older segments. Called with mu held.
+func (j *Journal) rotate() error {
+	if err := j.startSegment(j.segNo + 1); err != nil {
+		return err
+	}
+	if j.opts.Sync == nil {
+		return nil
+	}
+	j.rotating = true
+	keep := j.segNo
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		err := j.opts.Sync()
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.rotating = false
+		if err != nil {
+			j.opts.Logger.Warn("journal: flushing before dropping old segments failed; keeping them", "err", err)
+			return
+		}
+		old, _ := segments(j.dir)
+		for _, n := range old {
+			if n < keep {
+				_ = os.Remove(j.segPath(n))
+			}
+		}
+	}()
+	return nil
+}
+
+// Close waits for a background flush and closes the segment, leaving the
+// journal on disk for a successor.
+func (j *Journal) Close() error {
+	j.wg.Wait()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
+}
+
+// Remove closes the journal and deletes it: the mount ended cleanly.
+func (j *Journal) Remove() error {
+	_ = j.Close()
+	return os.RemoveAll(j.dir)
+}
+
+// Session records the engine session the mount works for.
+func (j *Journal) Session(id uint64) error { return j.append(kindSession, u64s(id), nil) }
+
+// Open records an open handle.
+func (j *Journal) Open(fh, ino uint64, flags uint32, tracked bool) error {
+	return j.append(kindOpen, openPayload(fh, ino, flags, tracked), nil)
+}
+
+// Release records the release of a handle (and of the lock owners
+// remembered with it).
+func (j *Journal) Release(fh uint64) error { return j.append(kindRelease, u64s(fh), nil) }
+
+// OpenDir records an open directory handle.
+func (j *Journal) OpenDir(fh, ino uint64) error { return j.append(kindOpenDir, u64s(fh, ino), nil) }
+
+// ReleaseDir records the release of a directory handle.
+func (j *Journal) ReleaseDir(fh uint64) error { return j.append(kindReleaseDir, u64s(fh), nil) }
+
+// Locked records that a lock was taken through fh.
+func (j *Journal) Locked(fh uint64) error { return j.append(kindLocked, u64s(fh), nil) }
+
+// Owner records that owner took a lock on ino through fh.
+func (j *Journal) Owner(fh, ino, owner uint64) error {
+	return j.append(kindOwner, u64s(fh, ino, owner), nil)
+}
+
+// OwnerGone records that owner's locks on ino were dropped.
+func (j *Journal) OwnerGone(ino, owner uint64) error {
+	return j.append(kindOwnerGone, u64s(ino, owner), nil)
+}
+
+// Write records an acknowledged write of p at off of ino.
+func (j *Journal) Write(ino, off uint64, p []byte) error {
+	b := make([]byte, 24) // the sequence number goes first (append)
+	binary.LittleEndian.PutUint64(b[8:], ino)
+	binary.LittleEndian.PutUint64(b[16:], off)
+	return j.append(kindWrite, b, p)
+}
+
+// Mark returns a mark: the writes journaled so far are before it.
+func (j *Journal) Mark() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.seq
+}
+
+// Barrier records that every write of ino journaled before mark is
+// committed.
+func (j *Journal) Barrier(ino, mark uint64) error { return j.append(kindBarrier, u64s(ino, mark), nil) }
+
+func appendRecord(b []byte, kind byte, payload []byte) []byte {
+	return append(appendHeader(b, kind, payload, nil), payload...)
+}
+
+// appendHeader appends the header of a record whose body is payload
+// followed by data.
+func appendHeader(b []byte, kind byte, payload, data []byte) []byte {
+	var h [headerSize]byte
+	binary.LittleEndian.PutUint32(h[:], uint32(len(payload)+len(data)))
+	crc := crc32.Update(crc32.Checksum([]byte{kind}, castagnoli), castagnoli, payload)
+	binary.LittleEndian.PutUint32(h[4:], crc32.Update(crc, castagnoli, data))
+	h[8] = kind
+	return append(b, h[:]...)
+}
+
+func u64s(vs ...uint64) []byte {
+	b := make([]byte, 8*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint64(b[8*i:], v)
+	}
+	return b
+}
+
+func openPayload(fh, ino uint64, flags uint32, tracked bool) []byte {
+	b := u64s(fh, ino, uint64(flags))
+	if tracked {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	return b
+}
