@@ -9,6 +9,7 @@ import (
 
 // OpenDir implements fuse.RawFileSystem.
 func (fs *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	defer fs.enter()()
 	fh, err := fs.vfs.Opendir(ctx(&in.InHeader), meta.Ino(in.NodeId))
 	if err != nil {
 		return fs.status("opendir", err)
@@ -19,6 +20,7 @@ func (fs *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 
 // ReadDir implements fuse.RawFileSystem.
 func (fs *FS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	defer fs.enter()()
 	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, 0, func(e meta.DirEntry, next uint64) bool {
 		return out.AddDirEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type.ModeBits(), Off: next})
 	})
@@ -35,6 +37,7 @@ const plusEntrySize = 128 + 24 + 16
 // The kernel asks for it with the first page of a listing and while the
 // listed names are being looked up (READDIRPLUS_AUTO, see Mount).
 func (fs *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	defer fs.enter()()
 	n := int(in.Size)/plusEntrySize + 1
 	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, n, func(e meta.DirEntry, next uint64) bool {
 		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type.ModeBits(), Off: next})
@@ -50,7 +53,10 @@ func (fs *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.Dir
 }
 
 // ReleaseDir implements fuse.RawFileSystem.
-func (fs *FS) ReleaseDir(in *fuse.ReleaseIn) { fs.vfs.Releasedir(vfs.Fh(in.Fh)) }
+func (fs *FS) ReleaseDir(in *fuse.ReleaseIn) {
+	defer fs.enter()()
+	fs.vfs.Releasedir(vfs.Fh(in.Fh))
+}
 
 // FsyncDir implements fuse.RawFileSystem: directory changes are committed
 // by the engine as they happen.

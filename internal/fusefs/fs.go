@@ -26,6 +26,7 @@ type FS struct {
 	opts  Options
 	errs  errnoMapper
 	posix posixOwners // POSIX lock owners to release on close (locks.go)
+	gate  gate        // holds requests back during a handover (takeover.go)
 	// server is the serving go-fuse server (set by Init), through which
 	// the kernel's caches of an inode are invalidated (files.go).
 	server *fuse.Server

@@ -6,12 +6,14 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"shoal/internal/journal"
 	"shoal/internal/meta"
 	"shoal/internal/vfs"
 )
 
 // GetLk implements fuse.RawFileSystem (F_GETLK, F_OFD_GETLK).
 func (fs *FS) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
+	defer fs.enter()()
 	lk, err := fs.vfs.Getlk(ctx(&in.InHeader), vfs.Fh(in.Fh), meta.Ino(in.NodeId), in.Owner, fromFileLock(in.Lk))
 	if err != nil {
 		return fs.status("getlk", err)
@@ -22,6 +24,7 @@ func (fs *FS) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse
 
 // SetLk implements fuse.RawFileSystem (F_SETLK, flock with LOCK_NB).
 func (fs *FS) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
+	defer fs.enter()()
 	return fs.setLock(ctx(&in.InHeader), in, false)
 }
 
@@ -57,9 +60,10 @@ func (fs *FS) setLock(c context.Context, in *fuse.LkIn, wait bool) fuse.Status {
 // mount, so that a close costs an engine call only when there is a lock to
 // drop.
 type posixOwners struct {
-	mu   sync.Mutex
-	held map[posixOwner]bool
-	byFh map[uint64][]posixOwner // owners that locked through each handle
+	journal *journal.Journal // records the pairs for a successor, if set
+	mu      sync.Mutex
+	held    map[posixOwner]bool
+	byFh    map[uint64][]posixOwner // owners that locked through each handle
 }
 
 type posixOwner struct {
@@ -77,6 +81,9 @@ func (p *posixOwners) add(ino meta.Ino, owner, fh uint64) {
 	if !p.held[k] {
 		p.held[k] = true
 		p.byFh[fh] = append(p.byFh[fh], k)
+		if p.journal != nil {
+			_ = p.journal.Owner(fh, uint64(ino), owner)
+		}
 	}
 }
 
@@ -103,6 +110,9 @@ func (p *posixOwners) take(ino meta.Ino, owner uint64) bool {
 	k := posixOwner{ino, owner}
 	ok := p.held[k]
 	delete(p.held, k)
+	if ok && p.journal != nil {
+		_ = p.journal.OwnerGone(uint64(ino), owner)
+	}
 	return ok
 }
 

@@ -27,6 +27,21 @@ const maxRequest = 1 << 20
 // is already serving; Wait on it returns after the file system is
 // unmounted.
 func Mount(mountpoint string, fs *FS, cfg MountConfig) (*fuse.Server, error) {
+	opts := mountOptions(cfg)
+	srv, err := fuse.NewServer(fs, mountpoint, opts)
+	if err != nil {
+		return nil, explainMountError(mountpoint, err)
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		_ = srv.Unmount()
+		return nil, explainMountError(mountpoint, err)
+	}
+	return srv, nil
+}
+
+// mountOptions are go-fuse's options for cfg.
+func mountOptions(cfg MountConfig) *fuse.MountOptions {
 	opts := &fuse.MountOptions{
 		FsName:        cfg.FsName,
 		Name:          "shoal",
@@ -62,16 +77,7 @@ func Mount(mountpoint string, fs *FS, cfg MountConfig) (*fuse.Server, error) {
 	if cfg.Debug {
 		opts.Logger = log.New(os.Stderr, "fuse: ", log.Lmicroseconds)
 	}
-	srv, err := fuse.NewServer(fs, mountpoint, opts)
-	if err != nil {
-		return nil, explainMountError(mountpoint, err)
-	}
-	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
-		_ = srv.Unmount()
-		return nil, explainMountError(mountpoint, err)
-	}
-	return srv, nil
+	return opts
 }
 
 // explainMountError adds what to do to the usual mount failures.

@@ -200,29 +200,36 @@ func (j *Journal) writeAt(b []byte) error {
 // and applies it to the mirror; a segment grown past its size is followed
 // by a new one.
 func (j *Journal) append(kind byte, payload, data []byte) error {
+	_, err := j.appendSeq(kind, payload, data)
+	return err
+}
+
+// appendSeq is append, returning a write's sequence number.
+func (j *Journal) appendSeq(kind byte, payload, data []byte) (uint64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.f == nil {
-		return errors.New("journal: closed")
+		return 0, errors.New("journal: closed")
 	}
+	seq := j.seq
 	if kind == kindWrite {
-		binary.LittleEndian.PutUint64(payload, j.seq)
+		binary.LittleEndian.PutUint64(payload, seq)
 		j.seq++
 	}
 	rec := appendHeader(make([]byte, 0, headerSize+len(payload)), kind, payload, data)
 	if err := j.writeAt(append(rec, payload...)); err != nil {
-		return err
+		return 0, err
 	}
 	if len(data) > 0 {
 		if err := j.writeAt(data); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	j.st.apply(kind, payload)
 	if j.off >= j.opts.SegmentSize && !j.rotating {
-		return j.rotate()
+		return seq, j.rotate()
 	}
-	return nil
+	return seq, nil
 }
 
 // rotate starts the next segment and, in the background, flushes the
@@ -308,12 +315,13 @@ func (j *Journal) OwnerGone(ino, owner uint64) error {
 	return j.append(kindOwnerGone, u64s(ino, owner), nil)
 }
 
-// Write records an acknowledged write of p at off of ino.
-func (j *Journal) Write(ino, off uint64, p []byte) error {
+// Write records a write of p at off of ino, before it is acknowledged,
+// and returns its sequence number (a later Mark is greater).
+func (j *Journal) Write(ino, off uint64, p []byte) (uint64, error) {
 	b := make([]byte, 24) // the sequence number goes first (append)
 	binary.LittleEndian.PutUint64(b[8:], ino)
 	binary.LittleEndian.PutUint64(b[16:], off)
-	return j.append(kindWrite, b, p)
+	return j.appendSeq(kindWrite, b, p)
 }
 
 // Mark returns a mark: the writes journaled so far are before it.

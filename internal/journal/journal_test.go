@@ -19,17 +19,18 @@ func TestRecoverStateAndLiveWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	must2 := func(_ uint64, err error) { t.Helper(); must(err) }
 	must(j.Session(7))
 	must(j.Open(1, 100, 2, true))
 	must(j.Open(2, 101, 0, false))
 	must(j.OpenDir(3, 1))
 	must(j.Locked(1))
 	must(j.Owner(1, 100, 55))
-	must(j.Write(100, 0, []byte("old")))
+	must2(j.Write(100, 0, []byte("old")))
 	mark := j.Mark()
-	must(j.Write(101, 8, []byte("kept")))
+	must2(j.Write(101, 8, []byte("kept")))
 	must(j.Barrier(100, mark)) // 100's write is committed
-	must(j.Write(100, 3, []byte("new")))
+	must2(j.Write(100, 3, []byte("new")))
 	must(j.Release(2))
 	must(j.Close())
 
@@ -60,10 +61,10 @@ func TestTornTailIsIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Write(5, 0, []byte("acknowledged")); err != nil {
+	if _, err := j.Write(5, 0, []byte("acknowledged")); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Write(5, 12, bytes.Repeat([]byte("x"), 100)); err != nil {
+	if _, err := j.Write(5, 12, bytes.Repeat([]byte("x"), 100)); err != nil {
 		t.Fatal(err)
 	}
 	j.Close()
@@ -93,7 +94,7 @@ func TestRotationCheckpointsAndDropsOldSegments(t *testing.T) {
 	}
 	m := j.Mark()
 	for i := 0; i < 10; i++ {
-		if err := j.Write(200, uint64(i*1000), make([]byte, 1000)); err != nil {
+		if _, err := j.Write(200, uint64(i*1000), make([]byte, 1000)); err != nil {
 			t.Fatal(err)
 		}
 	}

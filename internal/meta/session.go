@@ -68,6 +68,15 @@ type Sessions interface {
 	ReclaimSessions(ctx context.Context, fallback time.Duration) (int, error)
 }
 
+// SessionResumer is implemented by engines whose sessions a successor
+// process of the same mount can carry on (a restarted or upgraded server).
+type SessionResumer interface {
+	// ResumeSession makes id this client's session, as if it had begun
+	// it, and marks it alive with info's PID and Version. ErrSessionLost
+	// if it is gone or being reclaimed.
+	ResumeSession(ctx context.Context, id SessionID, info SessionInfo) error
+}
+
 // Lock types, as fcntl(2) F_RDLCK, F_WRLCK and F_UNLCK.
 const (
 	LockRead   uint32 = 0

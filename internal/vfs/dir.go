@@ -51,6 +51,9 @@ func (fs *FS) Opendir(ctx context.Context, ino meta.Ino) (Fh, error) {
 	fs.nextFh++
 	fh := fs.nextFh
 	fs.dirs[fh] = d
+	if fs.journal != nil {
+		fs.noteJournal(fs.journal.OpenDir(uint64(fh), uint64(ino)))
+	}
 	fs.mu.Unlock()
 	return fh, nil
 }
@@ -59,6 +62,9 @@ func (fs *FS) Opendir(ctx context.Context, ino meta.Ino) (Fh, error) {
 func (fs *FS) Releasedir(fh Fh) {
 	fs.mu.Lock()
 	delete(fs.dirs, fh)
+	if fs.journal != nil {
+		fs.noteJournal(fs.journal.ReleaseDir(uint64(fh)))
+	}
 	fs.mu.Unlock()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"shoal/internal/data"
@@ -34,6 +35,14 @@ type file struct {
 	// through one of the file's handles (0: none), kept until the last
 	// close: its commits are fenced (fence.go).
 	lockEpoch uint64
+
+	// jmu orders journaled writes (read-locked from record to buffer)
+	// against a flush's journal mark (locked); journaled is the sequence
+	// number of the file's latest journaled write, barrier the mark of
+	// its latest barrier (takeover.go).
+	jmu       sync.RWMutex
+	journaled atomic.Uint64
+	barrier   atomic.Uint64
 
 	capsLoaded bool // security.capability fetched since the last open
 	capsValue  []byte
@@ -156,10 +165,12 @@ func (f *file) commit(ctx context.Context, ws []meta.SliceWrite) error {
 
 // flush stores and commits everything written so far.
 func (f *file) flush(ctx context.Context) error {
+	mark := f.journalMark()
 	f.mu.Lock()
 	w := f.writer
 	f.mu.Unlock()
 	if w == nil || !w.Dirty() {
+		f.journalBarrier(mark)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.fs.cfg.FlushTimeout)
@@ -170,21 +181,28 @@ func (f *file) flush(ctx context.Context) error {
 	f.mu.Lock()
 	f.mtime = 0
 	f.mu.Unlock()
+	f.journalBarrier(mark)
 	return nil
 }
 
 // close flushes and releases the writer.
 func (f *file) close(ctx context.Context) error {
+	mark := f.journalMark()
 	f.mu.Lock()
 	w := f.writer
 	f.writer = nil
 	f.mu.Unlock()
 	if w == nil {
+		f.journalBarrier(mark)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.fs.cfg.FlushTimeout)
 	defer cancel()
-	return w.Close(ctx)
+	if err := w.Close(ctx); err != nil {
+		return err
+	}
+	f.journalBarrier(mark)
+	return nil
 }
 
 // chunk returns the slice list of chunk index, cached until the next open

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"shoal/internal/data"
+	"shoal/internal/journal"
 	"shoal/internal/meta"
 )
 
@@ -81,7 +82,14 @@ type FS struct {
 	cleaner    *cleaner
 	stop       context.CancelFunc
 	endSession func() // set by BeginSession
+	session    meta.SessionID
+	resumeLost bool // BeginSession could not resume SessionConfig.Resume
 	wg         sync.WaitGroup
+
+	// journal, if set, records the handles and the acknowledged writes
+	// for a successor process (takeover.go).
+	journal *journal.Journal
+	jlogged sync.Once
 }
 
 // New returns an FS over engine and store and starts its background work

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"syscall"
 
@@ -123,6 +124,9 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 	fs.nextFh++
 	h.fh = fs.nextFh
 	fs.handles[h.fh] = h
+	if fs.journal != nil {
+		fs.noteJournal(fs.journal.Open(uint64(h.fh), uint64(ino), flags, tracked))
+	}
 	keep := fs.stamps[ino] == stamp{attr.Mtime, attr.Length} && !fs.cfg.Strict
 	if len(fs.stamps) > 1<<16 {
 		clear(fs.stamps)
@@ -237,8 +241,22 @@ func (fs *FS) Write(ctx context.Context, fh Fh, off uint64, p []byte) (int, erro
 		return 0, err
 	}
 	f := h.file
+	if fs.journal != nil {
+		// Recorded before it is acknowledged, under the file's journal
+		// lock so that a flush's mark never falls between the record and
+		// the buffered write (takeover.go).
+		f.jmu.RLock()
+		defer f.jmu.RUnlock()
+	}
 	if h.flags&syscall.O_APPEND != 0 {
 		off = f.appendEnd()
+	}
+	if fs.journal != nil {
+		seq, err := fs.journal.Write(uint64(f.ino), off, p)
+		if err != nil {
+			return 0, fmt.Errorf("vfs: journal: %w: %w", err, syscall.EIO)
+		}
+		f.journaled.Store(seq)
 	}
 	if err := f.getWriter().Write(ctx, off, p); err != nil {
 		return 0, err
@@ -287,6 +305,9 @@ func (fs *FS) Release(ctx context.Context, fh Fh) error {
 	fs.mu.Lock()
 	h, ok := fs.handles[fh]
 	delete(fs.handles, fh)
+	if ok && fs.journal != nil {
+		fs.noteJournal(fs.journal.Release(uint64(fh)))
+	}
 	fs.mu.Unlock()
 	if !ok {
 		return syscall.EBADF

@@ -117,7 +117,9 @@ func (fs *FS) lockCall(ctx context.Context, fh Fh, unlock, wait bool, try func(c
 
 // markLocked records that a lock was taken through h in epoch.
 func (fs *FS) markLocked(h *handle, epoch uint64) {
-	h.lockEpoch.CompareAndSwap(0, epoch)
+	if h.lockEpoch.CompareAndSwap(0, epoch) && fs.journal != nil {
+		fs.noteJournal(fs.journal.Locked(uint64(h.fh)))
+	}
 	f := h.file
 	f.mu.Lock()
 	if f.lockEpoch == 0 || epoch < f.lockEpoch {

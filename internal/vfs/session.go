@@ -21,6 +21,11 @@ type SessionConfig struct {
 	// after Timeout − max(Heartbeat, Timeout/4) without a renewal
 	// (fence.go).
 	Timeout time.Duration
+	// Resume, if set, is the session of a previous server process of
+	// this mount, to carry on with (meta.SessionResumer) instead of
+	// beginning a new one; if it was reclaimed meanwhile a new one begins
+	// and Adopt treats the adopted handles' locks as lost.
+	Resume meta.SessionID
 }
 
 // BeginSession registers this mount with the engine and keeps it alive in
@@ -44,9 +49,11 @@ func (fs *FS) BeginSession(ctx context.Context, cfg SessionConfig) error {
 	}
 	cfg.Info.Timeout, cfg.Info.Interval = cfg.Timeout, cfg.Heartbeat
 	started := time.Now()
-	if _, err := s.BeginSession(ctx, cfg.Info); err != nil {
+	id, err := fs.beginOrResume(ctx, s, cfg)
+	if err != nil {
 		return err
 	}
+	fs.setSession(id)
 	fs.fence.start(leaseFor(cfg.Timeout, cfg.Heartbeat), started)
 	loopCtx, cancel := context.WithCancel(context.Background())
 	fs.endSession = func() {
@@ -96,7 +103,9 @@ func (fs *FS) renewSession(ctx context.Context, s meta.Sessions, cfg SessionConf
 	if errors.Is(err, meta.ErrSessionLost) {
 		fs.sessionLost()
 		started = time.Now()
-		if _, err = s.BeginSession(c, cfg.Info); err == nil {
+		var id meta.SessionID
+		if id, err = s.BeginSession(c, cfg.Info); err == nil {
+			fs.setSession(id)
 			fs.fence.renew(started)
 			return
 		}
@@ -118,4 +127,36 @@ func (fs *FS) sessionLost() {
 	fs.log.Error("LOCKS LOST: this mount's session was reclaimed by another client (it was silent too long) and its locks were released; "+
 		"writes, fsyncs and lock calls through the descriptors that held locks on these inodes fail with EIO until they are closed, "+
 		"and the files' unflushed writes are dropped: close the files, then open and lock them again", "inodes", files)
+}
+
+// beginOrResume resumes cfg.Resume if set and still alive, or begins a
+// new session.
+func (fs *FS) beginOrResume(ctx context.Context, s meta.Sessions, cfg SessionConfig) (meta.SessionID, error) {
+	if cfg.Resume != 0 {
+		r, ok := s.(meta.SessionResumer)
+		if !ok {
+			return 0, fmt.Errorf("vfs: the engine cannot resume session %d", cfg.Resume)
+		}
+		err := r.ResumeSession(ctx, cfg.Resume, cfg.Info)
+		if err == nil {
+			return cfg.Resume, nil
+		}
+		if !errors.Is(err, meta.ErrSessionLost) {
+			return 0, err
+		}
+		fs.resumeLost = true
+		fs.log.Error("LOCKS LOST: the previous server's session was reclaimed before this one took over (it was down longer than the session timeout); starting a new session", "session", cfg.Resume)
+	}
+	return s.BeginSession(ctx, cfg.Info)
+}
+
+// setSession records the session this mount works for (and journals it).
+func (fs *FS) setSession(id meta.SessionID) {
+	fs.mu.Lock()
+	fs.session = id
+	j := fs.journal
+	fs.mu.Unlock()
+	if j != nil {
+		fs.noteJournal(j.Session(uint64(id)))
+	}
 }

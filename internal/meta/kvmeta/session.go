@@ -91,6 +91,30 @@ func (e *Engine) BeginSession(ctx context.Context, info meta.SessionInfo) (meta.
 	return id, e.recordHeld(ctx)
 }
 
+// ResumeSession implements meta.SessionResumer.
+func (e *Engine) ResumeSession(ctx context.Context, id meta.SessionID, info meta.SessionInfo) error {
+	now, err := e.engineNow(ctx)
+	if err != nil {
+		return wrap(err, "resume session %d", id)
+	}
+	err = e.store.Txn(ctx, func(tx kv.Tx) error {
+		rec, err := getSession(tx, id)
+		if err != nil {
+			return err
+		}
+		if rec == nil || rec.Reclaiming {
+			return meta.ErrSessionLost
+		}
+		rec.Heartbeat, rec.PID, rec.Version = now, info.PID, info.Version
+		return putSession(tx, *rec)
+	})
+	if err != nil {
+		return wrap(err, "resume session %d", id)
+	}
+	e.session.Store(uint64(id))
+	return nil
+}
+
 func putSession(tx kv.Tx, rec sessionRecord) error {
 	data, err := json.Marshal(rec)
 	if err != nil {

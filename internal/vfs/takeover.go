@@ -1,0 +1,211 @@
+package vfs
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+
+	"shoal/internal/journal"
+	"shoal/internal/meta"
+)
+
+// Takeover: a mount outlives its serving process.
+//
+// With a journal attached (AttachJournal), the FS records in it, before
+// the kernel hears back, every handle it opens and releases, every lock
+// taken through a handle, and every write it acknowledges; after a flush
+// commits a file's writes, a barrier marks the earlier records dead. A
+// successor process — started after a crash, or for an upgrade — reads
+// the journal (journal.Recover), resumes the same engine session (so the
+// locks and the open-file records other mounts see stay where they are),
+// and calls Adopt: the handles come back under their old numbers, the
+// live writes are applied again in their order and committed. Only then
+// does it serve the kernel, which resends the requests the dead process
+// never answered.
+//
+// A write is recorded and buffered under the file's jmu read lock; a
+// flush takes the journal's mark under the write lock, so every write
+// recorded before the mark is in the buffer the flush commits, and the
+// barrier written after it covers exactly those.
+
+// AttachJournal makes fs record its handles and writes in j from now on.
+// Call it before serving, after Adopt.
+func (fs *FS) AttachJournal(j *journal.Journal) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.journal = j
+}
+
+// SessionID returns the engine session this mount works for (0: none).
+func (fs *FS) SessionID() meta.SessionID {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.session
+}
+
+// State returns the handles fs holds, as a journal checkpoint.
+func (fs *FS) State() journal.State {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	st := journal.State{Session: uint64(fs.session), NextFh: uint64(fs.nextFh),
+		Handles: map[uint64]journal.Handle{}, Dirs: map[uint64]uint64{}}
+	for fh, h := range fs.handles {
+		st.Handles[uint64(fh)] = journal.Handle{Ino: uint64(h.file.ino), Flags: h.flags, Tracked: h.tracked, Locked: h.lockEpoch.Load() != 0}
+	}
+	for fh, d := range fs.dirs {
+		st.Dirs[uint64(fh)] = uint64(d.ino)
+	}
+	return st
+}
+
+// noteJournal reports a failed journal record once: the mount keeps
+// serving, but a successor could not take over cleanly.
+func (fs *FS) noteJournal(err error) {
+	if err != nil {
+		fs.jlogged.Do(func() {
+			fs.log.Error("the mount's journal cannot be written; a restart of this mount's server would lose track of open files", "err", err)
+		})
+	}
+}
+
+// journalMark returns the journal's mark for a flush of f (0: nothing of
+// f is journaled since its last barrier).
+func (f *file) journalMark() uint64 {
+	j := f.fs.journal
+	if j == nil || f.journaled.Load() < f.barrier.Load() || f.journaled.Load() == 0 {
+		return 0
+	}
+	f.jmu.Lock()
+	defer f.jmu.Unlock()
+	return j.Mark()
+}
+
+// journalBarrier records that f's writes before mark are committed.
+func (f *file) journalBarrier(mark uint64) {
+	if mark == 0 {
+		return
+	}
+	if err := f.fs.journal.Barrier(uint64(f.ino), mark); err != nil {
+		f.fs.noteJournal(err)
+		return
+	}
+	f.barrier.Store(mark)
+}
+
+// adoptCtx is the identity adopted handles and writes act with: they
+// were authorized when the previous process accepted them.
+func adoptCtx(ctx context.Context) context.Context {
+	return meta.WithCred(ctx, meta.Cred{Trusted: true})
+}
+
+// Adopt takes over what a previous server process of this mount left in
+// st: its handles (under their numbers; the engine records their opens
+// again in the session BeginSession resumed) and its acknowledged writes
+// that were not committed, applied in order and committed before it
+// returns. Handles through which locks were taken keep them if the session
+// was resumed; if it was lost meanwhile their locks are gone and they fail
+// as fence.go says. An inode that no longer exists is skipped (logged).
+func (fs *FS) Adopt(ctx context.Context, st journal.State) error {
+	ctx = adoptCtx(ctx)
+	epoch := fs.fence.current()
+	for fh, h := range st.Handles {
+		if err := fs.adoptHandle(ctx, Fh(fh), h, epoch); err != nil {
+			fs.log.Warn("takeover: an open file is gone; its descriptor will fail with EBADF", "fh", fh, "inode", h.Ino, "err", err)
+		}
+	}
+	for fh, ino := range st.Dirs {
+		attr, err := fs.engine.Getattr(ctx, meta.Ino(ino))
+		if err != nil {
+			continue
+		}
+		parent := attr.Parent
+		if meta.Ino(ino) == meta.RootIno || parent == 0 {
+			parent = meta.Ino(ino)
+		}
+		fs.mu.Lock()
+		fs.dirs[Fh(fh)] = &dirStream{ino: meta.Ino(ino), parent: parent, start: 2}
+		fs.mu.Unlock()
+	}
+	fs.mu.Lock()
+	fs.nextFh = max(fs.nextFh, Fh(st.NextFh))
+	fs.mu.Unlock()
+	if fs.resumeLost && epoch != 0 {
+		fs.fence.lose()
+	}
+	if err := fs.replay(ctx, st.Writes); err != nil {
+		return err
+	}
+	return fs.Sync(ctx)
+}
+
+func (fs *FS) adoptHandle(ctx context.Context, fh Fh, h journal.Handle, epoch uint64) error {
+	ino := meta.Ino(h.Ino)
+	var attr meta.Attr
+	var err error
+	tracked := h.Tracked && fs.tracker != nil
+	if tracked {
+		attr, err = fs.tracker.Open(ctx, ino, 0)
+	} else {
+		attr, err = fs.engine.Getattr(ctx, ino)
+	}
+	if err != nil {
+		return err
+	}
+	f := fs.acquire(ino)
+	f.refresh(attr)
+	hd := &handle{fh: fh, file: f, flags: h.Flags, reader: fs.data.NewReader(ino), direct: h.Flags&syscall.O_DIRECT != 0, tracked: tracked}
+	hd.reader.SetList(f.chunk)
+	if h.Locked && epoch != 0 {
+		fs.markLocked(hd, epoch)
+	}
+	fs.mu.Lock()
+	fs.handles[fh] = hd
+	fs.mu.Unlock()
+	return nil
+}
+
+// replay applies acknowledged writes again, each file's in order.
+func (fs *FS) replay(ctx context.Context, writes []journal.Write) error {
+	touched := map[meta.Ino]*file{}
+	for _, w := range writes {
+		ino := meta.Ino(w.Ino)
+		f, ok := touched[ino]
+		if !ok {
+			attr, err := fs.engine.Getattr(ctx, ino)
+			if err != nil {
+				fs.log.Warn("takeover: not replaying writes to a file that is gone", "inode", ino, "err", err)
+				touched[ino] = nil
+				continue
+			}
+			f = fs.acquire(ino)
+			f.refresh(attr)
+			touched[ino] = f
+		}
+		if f == nil {
+			continue
+		}
+		if err := f.getWriter().Write(ctx, w.Off, w.Data); err != nil {
+			return fmt.Errorf("takeover: replaying a write to inode %d: %w", ino, err)
+		}
+		f.mu.Lock()
+		f.length = max(f.length, w.Off+uint64(len(w.Data)))
+		f.mtime = meta.Now()
+		f.mu.Unlock()
+	}
+	var first error
+	for _, f := range touched {
+		if f == nil {
+			continue
+		}
+		if err := f.flush(ctx); err != nil && first == nil {
+			first = err
+		}
+		if err := fs.release(ctx, f, false); err != nil && first == nil {
+			first = err
+		}
+	}
+	if len(writes) > 0 && first == nil {
+		fs.log.Info("takeover: replayed acknowledged writes", "writes", len(writes), "files", len(touched))
+	}
+	return first
+}
