@@ -45,6 +45,8 @@ type mountOptions struct {
 	flushTimeout    time.Duration
 	deleteDelay     time.Duration
 	secret          secretFlags
+	supervise       bool
+	upgrade         bool
 }
 
 func (o *mountOptions) register(cmd *cobra.Command) {
@@ -68,6 +70,7 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
 	fl.Var(sizeFlag{&o.cacheSize}, "cache-size", "in-memory read cache of blocks")
 	o.secret.register(fl)
+	fl.BoolVar(&o.supervise, "supervise", true, "keep the mount through a crash or an upgrade of its serving process: a small supervisor holds the kernel connection and starts a new server that takes it over (root only; false: one process, as before)")
 }
 
 func newMountCmd() *cobra.Command {
@@ -83,17 +86,38 @@ flush every buffered write and unmount. With --background it returns once the
 mount is ready and logs to a file.`,
 		Example: `  shoal mount sqlite:///var/lib/shoal/meta.db /mnt/shoal
   shoal mount sqlite:///var/lib/shoal/meta.db /mnt/shoal --background --entry-timeout 0`,
-		Args: exactArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.upgrade {
+				return exactArgs(1)(cmd, args)
+			}
+			return exactArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.upgrade {
+				took, err := requestUpgrade(args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "upgraded the server of %s in %v\n", args[0], took)
+				return nil
+			}
 			return runMount(cmd.Context(), args[0], args[1], o, cmd.OutOrStdout())
 		},
 	}
 	o.register(cmd)
+	cmd.Flags().BoolVar(&o.upgrade, "upgrade", false, "shoal mount --upgrade MOUNTPOINT: replace the running server of a supervised mount with this binary, keeping open files, locks and the mount")
 	return cmd
 }
 
 // runMount mounts and serves, or starts a background child that does.
 func runMount(ctx context.Context, metaURL, mp string, o mountOptions, out io.Writer) error {
+	if role := os.Getenv(serveEnv); role != "" {
+		abs, err := filepath.Abs(mp)
+		if err != nil {
+			return err
+		}
+		return serveSupervised(ctx, metaURL, abs, role, o)
+	}
 	abs, err := checkMountpoint(mp)
 	if err != nil {
 		return err
@@ -104,6 +128,9 @@ func runMount(ctx context.Context, metaURL, mp string, o mountOptions, out io.Wr
 	ready := readyFromEnv()
 	if o.background && ready == nil {
 		return daemonize(metaURL, abs, o, out)
+	}
+	if o.supervise && os.Geteuid() == 0 {
+		return supervise(metaURL, abs, o, ready)
 	}
 	err = serve(ctx, metaURL, abs, o, ready)
 	if err != nil && ready != nil {

@@ -1,0 +1,333 @@
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"shoal/internal/secret"
+)
+
+// A supervised mount is two processes. The supervisor (the process the
+// user started) does nothing but keep the kernel connection's descriptor
+// and a server process running: the server mounts, sends it the
+// descriptor, and serves. When the server dies (kill -9, a crash) the
+// supervisor starts another that takes the connection over from the
+// journal (internal/journal) without the mount going away; when asked to
+// upgrade (`shoal mount --upgrade MOUNTPOINT`, or SIGHUP), it has the server
+// quiesce — answer what it is serving, hold back the rest, flush — and
+// starts the new binary in its place. A server that exits 0 after an
+// unmount ends the supervisor too.
+
+// serveEnv tells a server process its role: roleServe (first server,
+// mounts) or roleTakeOver (successor). Its control socket is fd 3, the
+// kernel connection of a successor fd 4.
+const (
+	serveEnv     = "SHOAL_SERVER_ROLE"
+	roleServe    = "serve"
+	roleTakeOver = "takeover"
+)
+
+// maxRestarts in restartWindow: past it the supervisor gives up.
+const (
+	maxRestarts   = 5
+	restartWindow = time.Minute
+)
+
+func runPath(mp, suffix string) string {
+	return strings.TrimSuffix(pidFile(mp), ".pid") + suffix
+}
+
+// journalDir is where a mount's journal lives.
+func journalDir(mp string) string { return runPath(mp, ".journal") }
+
+// controlPath is the supervisor's socket for upgrade requests.
+func controlPath(mp string) string { return runPath(mp, ".sock") }
+
+// child is one server process and its control socket.
+type child struct {
+	cmd  *exec.Cmd
+	ctl  *os.File
+	msgs chan childMsg
+	exit chan error
+}
+
+type childMsg struct {
+	text string
+	fd   int // a descriptor sent with the message, or -1
+}
+
+type upgradeReq struct {
+	exe   string
+	reply net.Conn
+}
+
+// supervise runs the mount as a supervisor and returns when the mount
+// ends.
+func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
+	logger, closeLog, err := openLogger(o.logFile, o.debug)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args, password := supervisedArgs(os.Args[1:], metaURL)
+	upgrades, stopListen, err := listenUpgrades(controlPath(mp), logger)
+	if err != nil {
+		return err
+	}
+	defer stopListen()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	s := &supervisor{mp: mp, exe: exe, args: args, password: password, log: logger, conn: -1}
+	cur, err := s.start(roleServe, exe)
+	if err != nil {
+		return err
+	}
+	var (
+		lastErr   string
+		upgrading *upgradeReq
+		handing   bool // the server was asked to quiesce for upgrading
+		started   time.Time
+		restarts  []time.Time
+		announced bool
+	)
+	for {
+		select {
+		case m := <-cur.msgs:
+			switch {
+			case m.fd >= 0:
+				s.conn = m.fd
+			case m.text == "ready":
+				if !announced && ready != nil {
+					ready.ok()
+				}
+				announced = true
+				if upgrading != nil {
+					took := time.Since(started)
+					logger.Info("upgrade done: the new server serves the mount", "took", took.Round(time.Millisecond), "exe", upgrading.exe)
+					fmt.Fprintf(upgrading.reply, "ok %d\n", took.Milliseconds())
+					upgrading.reply.Close()
+					upgrading = nil
+				}
+			case strings.HasPrefix(m.text, "error "):
+				lastErr = strings.TrimPrefix(m.text, "error ")
+			}
+		case req := <-upgrades:
+			if upgrading != nil || s.conn < 0 {
+				fmt.Fprintf(req.reply, "error an upgrade is under way or the mount is not ready\n")
+				req.reply.Close()
+				continue
+			}
+			upgrading, started, handing = &req, time.Now(), true
+			logger.Info("upgrade: quiescing the server", "exe", req.exe)
+			_, _ = cur.ctl.Write([]byte("quiesce"))
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP && upgrading == nil && s.conn >= 0 {
+				r := upgradeReq{exe: exe, reply: discardConn{}}
+				upgrading, started, handing = &r, time.Now(), true
+				_, _ = cur.ctl.Write([]byte("quiesce"))
+				continue
+			}
+			if sig != syscall.SIGHUP {
+				_ = cur.cmd.Process.Signal(syscall.SIGTERM)
+			}
+		case werr := <-cur.exit:
+			cur.ctl.Close()
+			if handing {
+				handing = false
+				if cur, err = s.start(roleTakeOver, upgrading.exe); err == nil {
+					continue
+				}
+				logger.Error("upgrade: the new server did not start; going back to the old binary", "err", err)
+			}
+			if upgrading != nil { // the new server died before serving
+				fmt.Fprintf(upgrading.reply, "error the new server exited before serving (%v); the mount is served by %s again\n", werr, exe)
+				upgrading.reply.Close()
+				upgrading = nil
+			}
+			if s.conn < 0 {
+				if lastErr == "" {
+					lastErr = fmt.Sprintf("the server exited before mounting (%v)", werr)
+				}
+				err := errors.New(lastErr)
+				if ready != nil && !announced {
+					ready.fail(err)
+				}
+				return err
+			}
+			if _, _, mounted := mountedAt(mp); !mounted {
+				if werr != nil {
+					return fmt.Errorf("the server exited (%v) and %s is no longer mounted", werr, mp)
+				}
+				logger.Info("unmounted", "mountpoint", mp)
+				return nil
+			}
+			restarts = append(restarts, time.Now())
+			if len(restarts) > maxRestarts && time.Since(restarts[len(restarts)-maxRestarts-1]) < restartWindow {
+				logger.Error("the server keeps dying; giving up: the mount is left without a server (clear it with 'shoal umount "+mp+"')", "last", werr)
+				return fmt.Errorf("server died %d times in %v", maxRestarts+1, restartWindow)
+			}
+			logger.Error("the server died; starting one that takes the mount over", "err", werr)
+			if cur, err = s.start(roleTakeOver, exe); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+type supervisor struct {
+	mp       string
+	exe      string
+	args     []string
+	password string
+	log      *slog.Logger
+	conn     int // the kernel connection (-1 until the first server sends it)
+}
+
+// start starts a server process with role.
+func (s *supervisor) start(role, exe string) (*child, error) {
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	mine, theirs := os.NewFile(uintptr(pair[0]), "ctl"), os.NewFile(uintptr(pair[1]), "ctl")
+	defer theirs.Close()
+	cmd := exec.Command(exe, s.args...)
+	cmd.Env = append(os.Environ(), serveEnv+"="+role)
+	if s.password != "" {
+		cmd.Env = append(cmd.Env, secret.PasswordEnv+"="+s.password)
+	}
+	cmd.ExtraFiles = []*os.File{theirs}
+	if role == roleTakeOver {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(s.conn), "/dev/fuse"))
+	}
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		mine.Close()
+		return nil, fmt.Errorf("starting the mount's server: %w", err)
+	}
+	c := &child{cmd: cmd, ctl: mine, msgs: make(chan childMsg, 8), exit: make(chan error, 1)}
+	go c.read()
+	go func() { c.exit <- cmd.Wait() }()
+	s.log.Info("server started", "role", role, "pid", cmd.Process.Pid)
+	return c, nil
+}
+
+// read forwards the child's control messages until its socket closes.
+func (c *child) read() {
+	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(int(c.ctl.Fd()), buf, oob, 0)
+		if err != nil || (n == 0 && oobn == 0) {
+			return
+		}
+		m := childMsg{text: string(buf[:n]), fd: -1}
+		if oobn > 0 {
+			if cms, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(cms) > 0 {
+				if fds, err := unix.ParseUnixRights(&cms[0]); err == nil && len(fds) > 0 {
+					m.fd = fds[0]
+				}
+			}
+		}
+		c.msgs <- m
+	}
+}
+
+// supervisedArgs are the server's arguments: the mount's own, with the
+// password moved out of the META-URL (into the environment).
+func supervisedArgs(args []string, metaURL string) ([]string, string) {
+	stripped, password := secret.Split(metaURL)
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		switch {
+		case a == "--background" || a == "-d" || strings.HasPrefix(a, "--background="):
+		case a == metaURL:
+			out = append(out, stripped)
+		default:
+			out = append(out, a)
+		}
+	}
+	return out, password
+}
+
+// listenUpgrades accepts upgrade requests on path: a line "upgrade EXE".
+func listenUpgrades(path string, logger *slog.Logger) (<-chan upgradeReq, func(), error) {
+	_ = os.MkdirAll(filepath.Dir(path), 0o755)
+	_ = os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("control socket: %w", err)
+	}
+	_ = os.Chmod(path, 0o600)
+	reqs := make(chan upgradeReq)
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			line, err := bufio.NewReader(conn).ReadString('\n')
+			exe, ok := strings.CutPrefix(strings.TrimSpace(line), "upgrade ")
+			if err != nil || !ok || exe == "" {
+				conn.Close()
+				continue
+			}
+			reqs <- upgradeReq{exe: exe, reply: conn}
+		}
+	}()
+	return reqs, func() { l.Close(); os.Remove(path) }, nil
+}
+
+// requestUpgrade asks the supervisor of mp to replace its server with
+// this binary, and waits until the new one serves.
+func requestUpgrade(mp string) (time.Duration, error) {
+	abs, err := filepath.Abs(mp)
+	if err != nil {
+		return 0, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	conn, err := net.Dial("unix", controlPath(abs))
+	if err != nil {
+		return 0, withCode(ExitNotFound, fmt.Errorf("no supervised Shoal mount at %s (%v): only mounts started by this version's 'shoal mount' as root can be upgraded in place", abs, err))
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "upgrade %s\n", exe); err != nil {
+		return 0, err
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Minute))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("the supervisor of %s did not confirm the upgrade: %w (see the mount's log)", abs, err)
+	}
+	var ms int64
+	if _, err := fmt.Sscanf(line, "ok %d", &ms); err != nil {
+		return 0, fmt.Errorf("upgrade of %s failed: %s", abs, strings.TrimSpace(strings.TrimPrefix(line, "error ")))
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// discardConn is the reply channel of a SIGHUP upgrade: nobody asked.
+type discardConn struct{ net.Conn }
+
+func (discardConn) Write(p []byte) (int, error) { return len(p), nil }
+func (discardConn) Close() error                { return nil }
