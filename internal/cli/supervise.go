@@ -219,6 +219,9 @@ func (s *supervisor) start(role, exe string) (*child, error) {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(s.conn), "/dev/fuse"))
 	}
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	// The supervisor is the mount's process: killed, it takes the server
+	// with it (as a crash of the machine would).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		mine.Close()
 		return nil, fmt.Errorf("starting the mount's server: %w", err)

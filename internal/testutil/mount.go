@@ -276,3 +276,19 @@ func lazyUnmount(dir string) {
 		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
 	}
 }
+
+// ServerPID is the pid of the process serving m: under a supervisor (the
+// default as root), not PID's.
+func (m *Mount) ServerPID(t testing.TB) int {
+	t.Helper()
+	name := strings.ReplaceAll(strings.Trim(m.Dir, "/"), "/", "_")
+	b, err := os.ReadFile(filepath.Join(os.TempDir(), "shoal-run", name+".pid"))
+	if err != nil {
+		t.Fatalf("server pid of %s: %v", m.Dir, err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil {
+		t.Fatalf("server pid of %s: %v", m.Dir, err)
+	}
+	return pid
+}

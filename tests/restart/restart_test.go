@@ -1,0 +1,298 @@
+package restart
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"shoal/internal/testutil"
+)
+
+// disruptions are the two ways a server is replaced.
+var disruptions = []string{"kill9", "upgrade"}
+
+// disrupt replaces m's server: SIGKILL (the supervisor starts a successor)
+// or `shoal mount --upgrade`. It returns once a new server serves.
+func disrupt(t *testing.T, m *testutil.Mount, how string) {
+	t.Helper()
+	old := m.ServerPID(t)
+	switch how {
+	case "kill9":
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill -9 %d: %v", old, err)
+		}
+	case "upgrade":
+		res := testutil.RunTimeout(t, time.Minute, "mount", "--upgrade", m.Dir)
+		if res.Code != 0 {
+			t.Fatalf("shoal mount --upgrade: exit %d\n%s%s", res.Code, res.Stdout, res.Stderr)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if pid := m.ServerPID(t); pid != old && syscall.Kill(pid, 0) == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no new server after %s of %d\n%s", how, old, m.LogText())
+}
+
+// prober writes and stats a file in the mount every few milliseconds and
+// keeps the longest an operation took: the stall applications see.
+type prober struct {
+	stop  chan struct{}
+	done  chan struct{}
+	mu    sync.Mutex
+	worst time.Duration
+	err   error
+}
+
+func startProber(t *testing.T, m *testutil.Mount) *prober {
+	p := &prober{stop: make(chan struct{}), done: make(chan struct{})}
+	f, err := os.Create(m.Path("probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.done)
+		defer f.Close()
+		buf := bytes.Repeat([]byte{7}, 4096)
+		for i := 0; ; i++ {
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			start := time.Now()
+			_, err := f.WriteAt(buf, int64(i%256)*4096)
+			if err == nil {
+				_, err = os.Stat(m.Path("probe"))
+			}
+			took := time.Since(start)
+			p.mu.Lock()
+			p.worst = max(p.worst, took)
+			if err != nil && p.err == nil {
+				p.err = err
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// finish stops the prober and returns the longest stall, failing t on an
+// error the prober saw.
+func (p *prober) finish(t *testing.T) time.Duration {
+	close(p.stop)
+	<-p.done
+	if p.err != nil {
+		t.Errorf("an application in the mount saw an error: %v", p.err)
+	}
+	return p.worst
+}
+
+func mountSupervised(t *testing.T) *testutil.Mount {
+	v := testutil.NewVolume(t)
+	return v.Mount(t)
+}
+
+// TestFioVerifySurvives runs fio writing and then verifying a file while
+// its server is replaced twice: fio must finish with every block verified.
+func TestFioVerifySurvives(t *testing.T) {
+	for _, how := range disruptions {
+		t.Run(how, func(t *testing.T) {
+			m := mountSupervised(t)
+			p := startProber(t, m)
+			fio := exec.Command("fio", "--name=verify", "--filename="+m.Path("fio.dat"), "--size=192m", "--bs=64k",
+				"--rw=randwrite", "--ioengine=psync", "--verify=crc32c", "--do_verify=1", "--verify_fatal=1",
+				"--end_fsync=1", "--randrepeat=0")
+			var out bytes.Buffer
+			fio.Stdout, fio.Stderr = &out, &out
+			if err := fio.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- fio.Wait() }()
+			for i := 0; i < 2; i++ {
+				time.Sleep(400 * time.Millisecond)
+				select {
+				case err := <-exited:
+					t.Fatalf("fio finished before disruption %d (%v): make the job longer\n%s", i+1, err, out.String())
+				default:
+				}
+				disrupt(t, m, how)
+			}
+			if err := <-exited; err != nil {
+				t.Fatalf("fio failed across %s: %v\n%s\n%s", how, err, out.String(), m.LogText())
+			}
+			if strings.Contains(out.String(), "verify:") && strings.Contains(out.String(), "bad") {
+				t.Fatalf("fio verify errors:\n%s", out.String())
+			}
+			t.Logf("%s during fio: longest stall %v", how, p.finish(t))
+		})
+	}
+}
+
+// TestGitCloneSurvives clones this repository into the mount while its
+// server is replaced twice: the clone must succeed and pass git fsck.
+func TestGitCloneSurvives(t *testing.T) {
+	root, err := testutil.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		t.Fatalf("the module root %s is not a git repository: %v", root, err)
+	}
+	for _, how := range disruptions {
+		t.Run(how, func(t *testing.T) {
+			m := mountSupervised(t)
+			p := startProber(t, m)
+			clone := exec.Command("git", "clone", "--no-local", "--no-checkout", root, m.Path("repo"))
+			var out bytes.Buffer
+			clone.Stdout, clone.Stderr = &out, &out
+			if err := clone.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- clone.Wait() }()
+			for !exists(m.Path("repo", ".git", "objects")) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			disrupt(t, m, how)
+			if err := <-exited; err != nil {
+				t.Fatalf("git clone failed across %s: %v\n%s", how, err, out.String())
+			}
+			checkout := exec.Command("git", "-C", m.Path("repo"), "checkout", "-q", "HEAD", "--", ".")
+			done := make(chan []byte, 1)
+			go func() { b, _ := checkout.CombinedOutput(); done <- b }()
+			time.Sleep(150 * time.Millisecond)
+			disrupt(t, m, how)
+			if b := <-done; checkout.ProcessState == nil || !checkout.ProcessState.Success() {
+				t.Fatalf("git checkout failed across %s: %s", how, b)
+			}
+			for _, args := range [][]string{{"fsck", "--full", "--strict"}, {"status", "--porcelain"}} {
+				b, err := exec.Command("git", append([]string{"-C", m.Path("repo")}, args...)...).CombinedOutput()
+				if err != nil || (args[0] == "status" && len(bytes.TrimSpace(b)) > 0) {
+					t.Fatalf("git %s after %s: %v\n%s", args[0], how, err, b)
+				}
+			}
+			t.Logf("%s during git clone and checkout: longest stall %v", how, p.finish(t))
+		})
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestLockAndUnlinkedFileSurvive: a process holds a flock and an unlinked
+// file with unflushed writes while the server is killed and then
+// upgraded; after each, another process still cannot take the lock, and
+// the holder reads back every byte through its descriptor and goes on
+// writing.
+func TestLockAndUnlinkedFileSurvive(t *testing.T) {
+	m := mountSupervised(t)
+	cmd := testutil.HelperCmd(t, nil, "holder", m.Dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stdout)
+	expect := func(want string) {
+		t.Helper()
+		if !lines.Scan() || lines.Text() != want {
+			t.Fatalf("holder said %q, want %q\n%s", lines.Text(), want, m.LogText())
+		}
+	}
+	expect("ready")
+	for round, how := range disruptions {
+		disrupt(t, m, how)
+		f, err := os.Open(m.Path("locked"))
+		if err != nil {
+			t.Fatalf("after %s: %v", how, err)
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		f.Close()
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			t.Fatalf("after %s another process could take the holder's flock: %v", how, err)
+		}
+		fmt.Fprintf(stdin, "check %d\n", round+1)
+		expect(fmt.Sprintf("ok %d", round+1))
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+}
+
+// helperHolder takes a flock on DIR/locked, writes 1 MiB to DIR/scratch,
+// unlinks it and keeps it open; on each "check N" it reads back the N MiB
+// it wrote through its descriptor, writes one more, and says "ok N".
+func helperHolder(args []string) int {
+	dir := args[0]
+	lf, err := os.Create(filepath.Join(dir, "locked"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer lf.Close() // keeps the descriptor (and the lock) from the collector
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "scratch"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	chunk := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i)}, 1<<20) }
+	if _, err := f.Write(chunk(0)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("ready")
+	in := bufio.NewScanner(os.Stdin)
+	for n := 1; in.Scan(); n++ {
+		got := make([]byte, n<<20)
+		if _, err := f.ReadAt(got, 0); err != nil {
+			fmt.Printf("read back: %v\n", err)
+			return 1
+		}
+		for i := 0; i < n; i++ {
+			if !bytes.Equal(got[i<<20:(i+1)<<20], chunk(i)) {
+				fmt.Printf("MiB %d read back wrong after the server was replaced\n", i)
+				return 1
+			}
+		}
+		if _, err := f.WriteAt(chunk(n), int64(n)<<20); err != nil {
+			fmt.Printf("write: %v\n", err)
+			return 1
+		}
+		if st, err := f.Stat(); err != nil || st.Size() != int64(n+1)<<20 {
+			fmt.Printf("fstat: %v %v\n", st, err)
+			return 1
+		}
+		fmt.Printf("ok %d\n", n)
+	}
+	return 0
+}
