@@ -116,7 +116,7 @@ func TestFioVerifySurvives(t *testing.T) {
 				"--rw=randwrite", "--ioengine=psync", "--verify=crc32c", "--do_verify=1", "--verify_fatal=1",
 				"--end_fsync=1", "--randrepeat=0")
 			var out bytes.Buffer
-			fio.Stdout, fio.Stderr = &out, &out
+			fio.Stdout, fio.Stderr, fio.Dir = &out, &out, t.TempDir() // fio leaves a verify state file in its directory
 			if err := fio.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -235,9 +235,44 @@ func TestLockAndUnlinkedFileSurvive(t *testing.T) {
 		fmt.Fprintf(stdin, "check %d\n", round+1)
 		expect(fmt.Sprintf("ok %d", round+1))
 	}
+	// A process waiting for the lock inside the server when it dies: the
+	// kernel resends its request to the successor, where it goes on
+	// waiting, and gets the lock once the holder lets go.
+	waiter := exec.Command("flock", "-x", m.Path("locked"), "-c", "true")
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- waiter.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	disrupt(t, m, "kill9")
+	select {
+	case err := <-waited:
+		t.Fatalf("the waiter got the lock while the holder still held it: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
 	stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("holder: %v", err)
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("the waiter's flock failed: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		_ = waiter.Process.Kill()
+		t.Fatalf("the process waiting for the lock when the server died never got it (its request was lost)")
+	}
+	// The holder's exit released its lock, in the session the lock was
+	// taken in: the lock is free now, not left to a dead session's reclaim.
+	f, err := os.Open(m.Path("locked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("the holder exited but its flock is still held: %v", err)
 	}
 }
 
