@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Record kinds.
@@ -188,12 +190,29 @@ func (j *Journal) writeCheckpoint() error {
 	return j.writeAt(b)
 }
 
-func (j *Journal) writeAt(b []byte) error {
-	if _, err := j.f.WriteAt(b, j.off); err != nil {
+// writeAt writes bufs at the end of the segment, in one system call.
+func (j *Journal) writeAt(bufs ...[]byte) error {
+	want := 0
+	for _, b := range bufs {
+		want += len(b)
+	}
+	n, err := unix.Pwritev(int(j.f.Fd()), bufs, j.off)
+	if err == nil && n < want {
+		_, err = j.f.WriteAt(join(bufs)[n:], j.off+int64(n))
+	}
+	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	j.off += int64(len(b))
+	j.off += int64(want)
 	return nil
+}
+
+func join(bufs [][]byte) []byte {
+	var out []byte
+	for _, b := range bufs {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // append writes one record (payload, then data, which only a write has)
@@ -217,13 +236,8 @@ func (j *Journal) appendSeq(kind byte, payload, data []byte) (uint64, error) {
 		j.seq++
 	}
 	rec := appendHeader(make([]byte, 0, headerSize+len(payload)), kind, payload, data)
-	if err := j.writeAt(append(rec, payload...)); err != nil {
+	if err := j.writeAt(append(rec, payload...), data); err != nil {
 		return 0, err
-	}
-	if len(data) > 0 {
-		if err := j.writeAt(data); err != nil {
-			return 0, err
-		}
 	}
 	j.st.apply(kind, payload)
 	if j.off >= j.opts.SegmentSize && !j.rotating {

@@ -124,15 +124,16 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 	fs.nextFh++
 	h.fh = fs.nextFh
 	fs.handles[h.fh] = h
-	if fs.journal != nil {
-		fs.noteJournal(fs.journal.Open(uint64(h.fh), uint64(ino), flags, tracked))
-	}
+	j := fs.journal
 	keep := fs.stamps[ino] == stamp{attr.Mtime, attr.Length} && !fs.cfg.Strict
 	if len(fs.stamps) > 1<<16 {
 		clear(fs.stamps)
 	}
 	fs.stamps[ino] = stamp{attr.Mtime, attr.Length}
 	fs.mu.Unlock()
+	if j != nil { // before the kernel learns the handle
+		fs.noteJournal(j.Open(uint64(h.fh), uint64(ino), flags, tracked))
+	}
 	// The kernel places an O_APPEND write where it believes the file
 	// ends, without asking for fresh attributes first: after another
 	// mount's close it would write over that mount's data or leave a
@@ -305,12 +306,13 @@ func (fs *FS) Release(ctx context.Context, fh Fh) error {
 	fs.mu.Lock()
 	h, ok := fs.handles[fh]
 	delete(fs.handles, fh)
-	if ok && fs.journal != nil {
-		fs.noteJournal(fs.journal.Release(uint64(fh)))
-	}
+	j := fs.journal
 	fs.mu.Unlock()
 	if !ok {
 		return syscall.EBADF
+	}
+	if j != nil {
+		fs.noteJournal(j.Release(uint64(fh)))
 	}
 	return fs.release(ctx, h.file, h.tracked)
 }

@@ -10,6 +10,7 @@
 //	                                KIND: pattern (default), random, text
 //	corebench read FILE           sequential read in 1 MiB pieces (MiB/s)
 //	corebench rss PID             the process's peak RSS, VmHWM (KiB)
+//	corebench stall FILE SECONDS  write 4 KiB + stat every ms; longest and p99 wait (ms)
 //	corebench report RESULTS      median table and verdicts from "target metric value" lines
 package main
 
@@ -28,7 +29,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: corebench meta|hugedir|write|read|rss|report ARGS (see the source)")
+		return fmt.Errorf("usage: corebench meta|hugedir|write|read|rss|stall|report ARGS (see the source)")
 	}
 	num := func(i int) int {
 		if i >= len(args) {
@@ -50,6 +51,8 @@ func run(args []string) error {
 		return write(args[1], num(2), kind)
 	case "read":
 		return read(args[1])
+	case "stall":
+		return stall(args[1], num(2))
 	case "rss":
 		return rss(num(1))
 	case "report":
