@@ -9,4 +9,12 @@
 // secret.Mask, and Main masks the final error; the mount's logger masks
 // every logged string and error; mount --background hands a URL password
 // to its child in the environment (SHOAL_META_PASSWORD), never in argv.
+//
+// A mount as root is two processes (supervise.go, server.go): the
+// supervisor keeps the kernel connection and starts server processes —
+// the same binary and arguments with SHOAL_SERVER_ROLE set — restarting
+// one that dies and replacing one on `mount --upgrade` (a request on its
+// control socket) or SIGHUP; servers talk to it over a socket pair
+// (the connection's descriptor, "ready", "quiesce"). The password reaches
+// servers in the environment too.
 package cli

@@ -31,4 +31,12 @@
 // the configured timeouts (the bound on cross-mount staleness of names);
 // page cache is kept across opens only while the file's mtime and size are
 // unchanged (close-to-open).
+//
+// Takeover (takeover.go): a server can serve a connection a supervisor
+// keeps (MountFd) and a successor can take it over (TakeOver) by replaying
+// the kernel's INIT to go-fuse, moving the connection under go-fuse's
+// descriptor number and asking the kernel to resend unanswered requests.
+// Every operation but a blocking lock wait passes a gate, so that Quiesce
+// can let the requests in flight finish and hold the rest back for the
+// successor.
 package fusefs

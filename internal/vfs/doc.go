@@ -63,6 +63,14 @@
 // another (a copy loaded from a dump, see internal/identity) nothing is
 // deleted and the slices stay freed until it does not.
 //
-// Import rules: vfs imports meta, data and object (never an engine or
-// backend package, never go-fuse).
+// # Takeover
+//
+// With a journal attached (package journal), handles, locks taken through
+// them and acknowledged writes are recorded before the kernel hears back,
+// and a barrier after each flush marks a file's earlier writes committed;
+// a successor process resumes the session and Adopts what the journal
+// holds (takeover.go).
+//
+// Import rules: vfs imports meta, data, object and journal (never an
+// engine or backend package, never go-fuse).
 package vfs
