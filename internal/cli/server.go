@@ -100,7 +100,10 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	}
 	pid := pidFile(mp)
 	_ = os.MkdirAll(filepath.Dir(pid), 0o755)
-	_ = os.WriteFile(pid, []byte(strconv.Itoa(os.Getpid())), 0o644)
+	// Written whole or not at all: umount and the tests read it while a
+	// successor replaces it.
+	_ = os.WriteFile(pid+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644)
+	_ = os.Rename(pid+".tmp", pid)
 	logger.Info("serving", "role", role, "volume", vol.Format.Name, "mountpoint", mp, "pid", os.Getpid(),
 		"adopted_handles", len(st.Handles), "replayed_writes", len(st.Writes))
 	_, _ = ctl.Write([]byte("ready"))

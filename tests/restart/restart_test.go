@@ -3,11 +3,13 @@ package restart
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"shoal/internal/testutil"
+	"shoal/tests/isolate"
 )
 
 // disruptions are the two ways a server is replaced.
@@ -25,6 +28,9 @@ var disruptions = []string{"kill9", "upgrade"}
 func disrupt(t *testing.T, m *testutil.Mount, how string) {
 	t.Helper()
 	old := m.ServerPID(t)
+	if old == 0 {
+		t.Fatalf("no server pid for %s", m.Dir)
+	}
 	switch how {
 	case "kill9":
 		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
@@ -38,7 +44,7 @@ func disrupt(t *testing.T, m *testutil.Mount, how string) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if pid := m.ServerPID(t); pid != old && syscall.Kill(pid, 0) == nil {
+		if pid := m.ServerPID(t); pid != old && pid != 0 && syscall.Kill(pid, 0) == nil {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -194,11 +200,30 @@ func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // TestLockAndUnlinkedFileSurvive: a process holds a flock and an unlinked
 // file with unflushed writes while the server is killed and then
-// upgraded; after each, another process still cannot take the lock, and
-// the holder reads back every byte through its descriptor and goes on
-// writing.
+// upgraded. After each, another mount of the volume (a separate process,
+// as another machine would be) still cannot take the lock and sees the
+// same sessions (the server resumed its own, none was begun or
+// reclaimed), and the holder reads back every byte through its descriptor
+// and goes on writing. On SQLite and on PostgreSQL with S3.
 func TestLockAndUnlinkedFileSurvive(t *testing.T) {
-	m := mountSupervised(t)
+	volumes := map[string]func(t *testing.T) *testutil.Volume{
+		"sqlite": func(t *testing.T) *testutil.Volume { return testutil.NewVolume(t) },
+		"postgres+s3": func(t *testing.T) *testutil.Volume {
+			return isolate.FormatS3(t, isolate.PGSchemaURL(t, testutil.PGURL(t)), testutil.S3URL(t))
+		},
+	}
+	for _, name := range []string{"sqlite", "postgres+s3"} {
+		t.Run(name, func(t *testing.T) { lockAndUnlinked(t, volumes[name](t)) })
+	}
+}
+
+func lockAndUnlinked(t *testing.T, v *testutil.Volume) {
+	m := v.Mount(t)
+	otherDir := filepath.Join(t.TempDir(), "other")
+	if err := os.Mkdir(otherDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := v.MountAt(t, otherDir)
 	cmd := testutil.HelperCmd(t, nil, "holder", m.Dir)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -221,16 +246,14 @@ func TestLockAndUnlinkedFileSurvive(t *testing.T) {
 		}
 	}
 	expect("ready")
+	sessions := sessionIDs(t, v)
 	for round, how := range disruptions {
 		disrupt(t, m, how)
-		f, err := os.Open(m.Path("locked"))
-		if err != nil {
-			t.Fatalf("after %s: %v", how, err)
+		if err := tryLock(other.Path("locked")); !errors.Is(err, syscall.EWOULDBLOCK) {
+			t.Fatalf("after %s another mount could take the holder's flock: %v", how, err)
 		}
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		f.Close()
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			t.Fatalf("after %s another process could take the holder's flock: %v", how, err)
+		if now := sessionIDs(t, v); now != sessions {
+			t.Fatalf("after %s the volume's sessions are %s, were %s: the server did not carry on its own", how, now, sessions)
 		}
 		fmt.Fprintf(stdin, "check %d\n", round+1)
 		expect(fmt.Sprintf("ok %d", round+1))
@@ -265,15 +288,48 @@ func TestLockAndUnlinkedFileSurvive(t *testing.T) {
 		t.Fatalf("the process waiting for the lock when the server died never got it (its request was lost)")
 	}
 	// The holder's exit released its lock, in the session the lock was
-	// taken in: the lock is free now, not left to a dead session's reclaim.
-	f, err := os.Open(m.Path("locked"))
+	// taken in: the lock is free at once (a close's release reaches the
+	// server a moment after close returns), not left to a dead session's
+	// reclaim a minute later.
+	deadline := time.Now().Add(5 * time.Second)
+	for err := tryLock(other.Path("locked")); err != nil; err = tryLock(other.Path("locked")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder and the waiter exited but the flock is still held: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// tryLock takes and drops a flock on path without waiting.
+func tryLock(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Fatalf("the holder exited but its flock is still held: %v", err)
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+}
+
+// sessionIDs lists the volume's session ids from `shoal status --json`.
+func sessionIDs(t *testing.T, v *testutil.Volume) string {
+	t.Helper()
+	res := testutil.MustRun(t, "status", "--json", v.MetaURL)
+	var st struct {
+		Sessions []map[string]any `json:"sessions"`
 	}
+	if err := json.Unmarshal([]byte(res.Stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, res.Stdout)
+	}
+	var ids []string
+	for _, s := range st.Sessions {
+		for k, v := range s {
+			if strings.EqualFold(k, "id") {
+				ids = append(ids, fmt.Sprint(v))
+			}
+		}
+	}
+	sort.Strings(ids)
+	return strings.Join(ids, ",")
 }
 
 // helperHolder takes a flock on DIR/locked, writes 1 MiB to DIR/scratch,
