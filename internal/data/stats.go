@@ -6,7 +6,7 @@ import "sync/atomic"
 type Stats struct {
 	BlocksPut     int64 // block objects stored
 	BytesPut      int64 // bytes in them
-	PutFailures   int64 // Put attempts that failed (each retry counts)
+	PutFailures   int64 // block uploads that failed (after the store's own retries)
 	BlocksFetched int64 // whole-block Gets
 	RangesFetched int64 // ranged Gets (small random reads)
 	BytesFetched  int64 // bytes received by both
