@@ -13,6 +13,7 @@ type Stats struct {
 	CacheHits     int64 // block reads served from the cache
 	CacheMisses   int64 // block reads that went to the store
 	BufferUsed    int64 // write buffer bytes held now
+	BufferLimit   int64 // the write buffer's size (Config.BufferSize)
 	CacheUsed     int64 // read cache bytes held now
 }
 
@@ -36,6 +37,7 @@ func (s *Store) Stats() Stats {
 		CacheHits:     c.cacheHits.Load(),
 		CacheMisses:   c.cacheMisses.Load(),
 		BufferUsed:    s.Used(),
+		BufferLimit:   s.cfg.BufferSize,
 		CacheUsed:     s.cache.size(),
 	}
 }
