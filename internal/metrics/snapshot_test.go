@@ -28,8 +28,12 @@ func TestSnapshotAndParse(t *testing.T) {
 	r.Written(4096)
 	r.Read(100)
 	r.Watch(Sources{
-		Data:   func() data.Stats { return data.Stats{CacheHits: 3, CacheMisses: 1, BufferUsed: 10, BufferLimit: 20, BytesFetched: 7} },
-		VFS:    func() vfs.Stats { return vfs.Stats{OpenFiles: 2, OpenHandles: 3, LockedFiles: 1, HeartbeatAge: 2 * time.Second} },
+		Data: func() data.Stats {
+			return data.Stats{CacheHits: 3, CacheMisses: 1, BufferUsed: 10, BufferLimit: 20, BytesFetched: 7}
+		},
+		VFS: func() vfs.Stats {
+			return vfs.Stats{OpenFiles: 2, OpenHandles: 3, LockedFiles: 1, HeartbeatAge: 2 * time.Second}
+		},
 		Engine: func() meta.TxnStats { return meta.TxnStats{Updates: 5, Views: 9, Retries: 2, UpdateTime: time.Second} },
 	})
 	store := r.Objects(memstore.New())
