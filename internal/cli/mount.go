@@ -154,6 +154,8 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
 		Ops: mm.observer(),
 	})
+	stopMetrics := mm.serve(vol, mp, logger)
+	defer stopMetrics()
 	srv, err := fusefs.Mount(mp, fsys, fusefs.MountConfig{
 		FsName: "shoal:" + vol.Format.Name, AllowOther: o.allowOther, Debug: o.debug, Locks: vol.FS.Locking(),
 	})
@@ -165,7 +167,6 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	_ = os.MkdirAll(filepath.Dir(pid), 0o755)
 	_ = os.WriteFile(pid, []byte(strconv.Itoa(os.Getpid())), 0o644)
 	defer os.Remove(pid)
-	defer mm.serve(vol, mp, logger)()
 	logger.Info("mounted", "volume", vol.Format.Name, "mountpoint", mp, "pid", os.Getpid())
 	if ready != nil {
 		ready.ok()
