@@ -86,6 +86,13 @@ func (m *mountMetrics) serve(vol *volume.Volume, mp string, logger *slog.Logger)
 	}
 }
 
+// close releases the listener if serve never ran (the mount failed).
+func (m *mountMetrics) close() {
+	if m != nil {
+		_ = m.ln.Close()
+	}
+}
+
 // metricsFile is where a mount at mp records its metrics address, beside
 // its pid file.
 func metricsFile(mp string) string {

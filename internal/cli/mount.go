@@ -133,6 +133,7 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	if err != nil {
 		return err
 	}
+	defer mm.close()
 	vol, err := volume.Open(ctx, metaURL, volume.Options{
 		Data:      data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
 		VFS:       vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout, DeleteDelay: o.deleteDelay},
