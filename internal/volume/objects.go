@@ -13,14 +13,20 @@ import (
 
 // The one retry policy for object operations (object.WithRetry): every
 // store a volume's users get from here retries a failed request up to
-// StoreAttempts times with backoff from StoreBackoff (at most 1.5 s of
-// waiting). Nothing else retries a request: the S3 client is told not to
-// (s3store.DefaultMaxRetries), and the data layer tries each upload once,
-// keeping a block that failed for a later Flush.
+// StoreAttempts times, backing off from StoreBackoff, doubling up to 10 s,
+// with jitter: 16 to 33 s of waiting in all, so that a store restarting
+// within that time costs a flush or a read a delay, not an error (as the
+// engines retry their transactions for about 30 s). Nothing else retries a
+// request: the S3 client is told not to (s3store.DefaultMaxRetries), and
+// the data layer tries each upload once, keeping a block that failed for a
+// later Flush.
 const (
-	StoreAttempts = 5
+	StoreAttempts = 10
 	StoreBackoff  = 100 * time.Millisecond
 )
+
+// storeBackoff is StoreBackoff; tests shorten it.
+var storeBackoff = StoreBackoff
 
 // StoreHook wraps a backend below the retry layer, so it sees every
 // request the backend receives (each retry too): mounts pass their
@@ -50,5 +56,5 @@ func retrying(raw object.Store, hook StoreHook) object.Store {
 	if hook != nil {
 		raw = hook(raw)
 	}
-	return object.WithRetry(raw, StoreAttempts, StoreBackoff)
+	return object.WithRetry(raw, StoreAttempts, storeBackoff)
 }

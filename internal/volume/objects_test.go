@@ -36,6 +36,8 @@ func (f failingPuts) Put(ctx context.Context, key string, r io.Reader, size int6
 // layer and the S3 client add no retries of their own over the volume's
 // one policy.
 func TestOneRetryPolicy(t *testing.T) {
+	defer func(d time.Duration) { storeBackoff = d }(storeBackoff)
+	storeBackoff = time.Millisecond
 	ctx := context.Background()
 	dir := t.TempDir()
 	url := "sqlite://" + filepath.Join(dir, "meta.db")
