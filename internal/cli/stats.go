@@ -88,12 +88,12 @@ func metricsAddr(mp string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(metricsFile(abs))
-	if err == nil {
-		return strings.TrimSpace(string(b)), nil
-	}
 	if _, _, mounted := mountedAt(abs); !mounted {
+		// A file left by a mount that was killed says nothing.
 		return "", withCode(ExitNotFound, fmt.Errorf("stats: nothing is mounted at %s", abs))
+	}
+	if b, err := os.ReadFile(metricsFile(abs)); err == nil {
+		return strings.TrimSpace(string(b)), nil
 	}
 	return "", fmt.Errorf("stats: the mount at %s serves no metrics: remount it with --metrics 127.0.0.1:PORT (e.g. 'shoal umount %s', then 'shoal mount --metrics 127.0.0.1:9567 META-URL %s')", abs, abs, abs)
 }
