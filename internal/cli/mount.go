@@ -9,15 +9,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"shoal/internal/backup"
-	"shoal/internal/data"
 	"shoal/internal/fusefs"
 	"shoal/internal/meta"
 	"shoal/internal/secret"
@@ -44,6 +41,7 @@ type mountOptions struct {
 	backupKeep      int
 	flushTimeout    time.Duration
 	deleteDelay     time.Duration
+	metricsAddr     string
 	secret          secretFlags
 	supervise       bool
 	upgrade         bool
@@ -65,6 +63,7 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.IntVar(&o.backupKeep, "backup-keep", 24, "how many metadata backups to keep")
 	fl.DurationVar(&o.flushTimeout, "flush-timeout", 2*time.Minute, "how long close and fsync wait for an unreachable object store or engine before failing with EIO")
 	fl.DurationVar(&o.deleteDelay, "delete-delay", 30*time.Second, "how long the objects of freed data (deleted or overwritten files) are kept before this mount deletes them, so that reads on other mounts finish")
+	fl.StringVar(&o.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9567; off by default); 'shoal stats MOUNTPOINT' reads them")
 	fl.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the mount process to this file (for diagnosing slowness)")
 	o.bufferSize, o.cacheSize = 256<<20, 256<<20
 	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
@@ -141,63 +140,27 @@ func runMount(ctx context.Context, metaURL, mp string, o mountOptions, out io.Wr
 
 // serve runs the mount in this process until it is unmounted.
 func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *readyPipe) error {
-	raiseProcs()
-	logger, closeLog, err := openLogger(o.logFile, o.debug)
+	sv, err := prepare(ctx, metaURL, mp, o, 0)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	if o.cpuProfile != "" {
-		stopProfile, err := startCPUProfile(o.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer stopProfile()
-	}
-	vol, err := volume.Open(ctx, metaURL, volume.Options{
-		Data:   data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
-		VFS:    vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout, DeleteDelay: o.deleteDelay},
-		Logger: logger,
-		Secret: o.secret.secret(),
-	})
+	defer sv.close()
+	srv, err := fusefs.Mount(mp, sv.fsys, sv.mountConfig(o))
 	if err != nil {
-		return DatabaseHint(err, metaURL)
-	}
-	if o.strict {
-		o.attrTimeout, o.entryTimeout, o.negativeTimeout = 0, 0, 0
-	}
-	if err := vol.FS.BeginSession(ctx, sessionConfig(mp, o)); err != nil {
-		_ = vol.Close(ctx)
-		return fmt.Errorf("registering the mount with the metadata engine: %w", err)
-	}
-	fsys := fusefs.New(vol.FS, fusefs.Options{
-		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
-	})
-	srv, err := fusefs.Mount(mp, fsys, fusefs.MountConfig{
-		FsName: "shoal:" + vol.Format.Name, AllowOther: o.allowOther, Debug: o.debug, Locks: vol.FS.Locking(),
-	})
-	if err != nil {
-		_ = vol.Close(ctx)
+		_ = sv.vol.Close(ctx)
 		return err
 	}
-	pid := pidFile(mp)
-	_ = os.MkdirAll(filepath.Dir(pid), 0o755)
-	_ = os.WriteFile(pid, []byte(strconv.Itoa(os.Getpid())), 0o644)
-	defer os.Remove(pid)
-	logger.Info("mounted", "volume", vol.Format.Name, "mountpoint", mp, "pid", os.Getpid())
+	defer writePidFile(mp)()
+	sv.log.Info("mounted", "volume", sv.vol.Format.Name, "mountpoint", mp, "pid", os.Getpid())
 	if ready != nil {
 		ready.ok()
 	}
-	stop := handleSignals(vol, srv, logger)
+	stop := handleSignals(sv.vol, srv, sv.log)
 	defer stop()
-	bctx, stopBackups := context.WithCancel(context.Background())
-	defer stopBackups()
-	go func() {
-		_ = backup.Run(bctx, vol.Engine, vol.Sealed, backupInterval(metaURL, o.backupInterval), o.backupKeep, logger)
-	}()
+	defer sv.runBackups(metaURL, o)()
 	srv.Wait()
-	logger.Info("unmounted; flushing and closing", "mountpoint", mp)
-	return vol.Close(context.Background())
+	sv.log.Info("unmounted; flushing and closing", "mountpoint", mp)
+	return sv.vol.Close(context.Background())
 }
 
 // backupInterval resolves --backup-interval: by default hourly for the

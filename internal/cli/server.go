@@ -35,15 +35,10 @@ func serveSupervised(ctx context.Context, metaURL, mp, role string, o mountOptio
 }
 
 func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, ctl *os.File) error {
-	raiseProcs()
-	logger, closeLog, err := openLogger(o.logFile, o.debug)
-	if err != nil {
-		return err
-	}
-	defer closeLog()
 	dir := journalDir(mp)
 	var st journal.State
 	var init []byte
+	var err error
 	if role == roleTakeOver {
 		if st, err = journal.Recover(dir); err != nil {
 			return err
@@ -51,75 +46,53 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 		if init, err = journal.LoadInit(dir); err != nil {
 			return err
 		}
-	} else if old, _ := journal.Recover(dir); len(old.Writes) > 0 || len(old.Handles) > 0 {
-		logger.Warn("discarding the journal of an earlier mount at this mountpoint whose supervisor is gone", "writes", len(old.Writes), "handles", len(old.Handles))
-		_ = os.RemoveAll(dir)
 	}
-	vol, err := volume.Open(ctx, metaURL, volume.Options{
-		Data:   data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
-		VFS:    vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout, DeleteDelay: o.deleteDelay},
-		Logger: logger,
-		Secret: o.secret.secret(),
-	})
+	sv, err := prepare(ctx, metaURL, mp, o, meta.SessionID(st.Session))
 	if err != nil {
-		return DatabaseHint(err, metaURL)
+		return err
 	}
-	if o.strict {
-		o.attrTimeout, o.entryTimeout, o.negativeTimeout = 0, 0, 0
-	}
-	scfg := sessionConfig(mp, o)
-	scfg.Resume = meta.SessionID(st.Session)
-	if err := vol.FS.BeginSession(ctx, scfg); err != nil {
-		_ = vol.Close(ctx)
-		return fmt.Errorf("registering the mount with the metadata engine: %w", err)
-	}
-	fsys := fusefs.New(vol.FS, fusefs.Options{
-		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
-	})
-	if role == roleTakeOver {
-		if err := vol.FS.Adopt(ctx, st); err != nil {
+	defer sv.close()
+	if role != roleTakeOver {
+		if old, _ := journal.Recover(dir); len(old.Writes) > 0 || len(old.Handles) > 0 {
+			sv.log.Warn("discarding the journal of an earlier mount at this mountpoint whose supervisor is gone", "writes", len(old.Writes), "handles", len(old.Handles))
+		}
+		_ = os.RemoveAll(dir)
+	} else {
+		if err := sv.vol.FS.Adopt(ctx, st); err != nil {
+			_ = sv.vol.Close(ctx)
 			return fmt.Errorf("taking over: %w", err)
 		}
-		fsys.AdoptOwners(st.Owners)
+		sv.fsys.AdoptOwners(st.Owners)
 	}
-	jst := vol.FS.State()
+	jst := sv.vol.FS.State()
 	jst.Owners, jst.NextSeq = st.Owners, st.NextSeq
 	j, err := journal.Create(dir, jst, journal.Options{
-		Sync: func() error { return vol.FS.Sync(context.Background()) }, Logger: logger,
+		Sync: func() error { return sv.vol.FS.Sync(context.Background()) }, Logger: sv.log,
 	})
 	if err != nil {
+		_ = sv.vol.Close(ctx)
 		return err
 	}
-	vol.FS.AttachJournal(j)
-	fsys.SetJournal(j)
-	mcfg := fusefs.MountConfig{FsName: "shoal:" + vol.Format.Name, AllowOther: o.allowOther, Debug: o.debug, Locks: vol.FS.Locking()}
-	srv, err := connect(role, mp, fsys, mcfg, dir, init, ctl)
+	sv.vol.FS.AttachJournal(j)
+	sv.fsys.SetJournal(j)
+	srv, err := connect(role, mp, sv.fsys, sv.mountConfig(o), dir, init, ctl)
 	if err != nil {
-		_ = vol.Close(ctx)
+		_ = sv.vol.Close(ctx)
 		return err
 	}
-	pid := pidFile(mp)
-	_ = os.MkdirAll(filepath.Dir(pid), 0o755)
-	// Written whole or not at all: umount and the tests read it while a
-	// successor replaces it.
-	_ = os.WriteFile(pid+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644)
-	_ = os.Rename(pid+".tmp", pid)
-	logger.Info("serving", "role", role, "volume", vol.Format.Name, "mountpoint", mp, "pid", os.Getpid(),
+	removePid := writePidFile(mp)
+	sv.log.Info("serving", "role", role, "volume", sv.vol.Format.Name, "mountpoint", mp, "pid", os.Getpid(),
 		"adopted_handles", len(st.Handles), "replayed_writes", len(st.Writes))
 	_, _ = ctl.Write([]byte("ready"))
-	go awaitQuiesce(ctl, fsys, vol, j, logger)
-	stop := handleSignals(vol, dirUnmounter(mp), logger)
+	go awaitQuiesce(ctl, sv, j)
+	stop := handleSignals(sv.vol, dirUnmounter(mp), sv.log)
 	defer stop()
-	bctx, stopBackups := context.WithCancel(context.Background())
-	defer stopBackups()
-	go func() {
-		_ = backup.Run(bctx, vol.Engine, vol.Sealed, backupInterval(metaURL, o.backupInterval), o.backupKeep, logger)
-	}()
+	defer sv.runBackups(metaURL, o)()
 	srv.Wait()
-	logger.Info("unmounted; flushing and closing", "mountpoint", mp)
-	err = vol.Close(context.Background())
+	sv.log.Info("unmounted; flushing and closing", "mountpoint", mp)
+	err = sv.vol.Close(context.Background())
 	_ = j.Remove()
-	_ = os.Remove(pid)
+	removePid()
 	return err
 }
 
@@ -144,7 +117,7 @@ func connect(role, mp string, fsys *fusefs.FS, cfg fusefs.MountConfig, dir strin
 // are answered, later ones held for the successor, every buffered write
 // committed; then the process exits without ending its session, which
 // the successor resumes.
-func awaitQuiesce(ctl *os.File, fsys *fusefs.FS, vol *volume.Volume, j *journal.Journal, logger *slog.Logger) {
+func awaitQuiesce(ctl *os.File, sv *serving, j *journal.Journal) {
 	buf := make([]byte, 64)
 	for {
 		n, err := ctl.Read(buf)
@@ -154,12 +127,13 @@ func awaitQuiesce(ctl *os.File, fsys *fusefs.FS, vol *volume.Volume, j *journal.
 		if string(buf[:n]) != "quiesce" {
 			continue
 		}
-		fsys.Quiesce()
-		if err := vol.FS.Sync(context.Background()); err != nil {
-			logger.Warn("upgrade: flushing before the handover failed; the successor replays the writes from the journal", "err", err)
+		sv.fsys.Quiesce()
+		sv.metrics.close() // the successor listens on the same address
+		if err := sv.vol.FS.Sync(context.Background()); err != nil {
+			sv.log.Warn("upgrade: flushing before the handover failed; the successor replays the writes from the journal", "err", err)
 		}
 		_ = j.Close()
-		logger.Info("handing the mount over to a new server")
+		sv.log.Info("handing the mount over to a new server")
 		_, _ = ctl.Write([]byte("quiesced"))
 		os.Exit(0)
 	}
@@ -174,4 +148,93 @@ func (d dirUnmounter) Unmount() error {
 		return fmt.Errorf("unmount %s: %w", string(d), err)
 	}
 	return nil
+}
+
+// serving is what a process serving a mount holds, whichever way it got
+// the kernel connection.
+type serving struct {
+	log     *slog.Logger
+	vol     *volume.Volume
+	fsys    *fusefs.FS
+	metrics *mountMetrics
+	closers []func()
+}
+
+// prepare opens the volume (with metrics, if asked), begins or resumes the
+// engine session and builds the FUSE adaptor.
+func prepare(ctx context.Context, metaURL, mp string, o mountOptions, resume meta.SessionID) (*serving, error) {
+	raiseProcs()
+	logger, closeLog, err := openLogger(o.logFile, o.debug)
+	if err != nil {
+		return nil, err
+	}
+	sv := &serving{log: logger, closers: []func(){closeLog}}
+	fail := func(err error) (*serving, error) { sv.close(); return nil, err }
+	if o.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return fail(err)
+		}
+		sv.closers = append(sv.closers, stopProfile)
+	}
+	if sv.metrics, err = listenMetrics(o.metricsAddr); err != nil {
+		return fail(err)
+	}
+	sv.closers = append(sv.closers, sv.metrics.close)
+	sv.vol, err = volume.Open(ctx, metaURL, volume.Options{
+		Data:      data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
+		VFS:       vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout, DeleteDelay: o.deleteDelay},
+		Logger:    logger,
+		Secret:    o.secret.secret(),
+		StoreHook: sv.metrics.storeHook(),
+	})
+	if err != nil {
+		return fail(DatabaseHint(err, metaURL))
+	}
+	if o.strict {
+		o.attrTimeout, o.entryTimeout, o.negativeTimeout = 0, 0, 0
+	}
+	scfg := sessionConfig(mp, o)
+	scfg.Resume = resume
+	if err := sv.vol.FS.BeginSession(ctx, scfg); err != nil {
+		_ = sv.vol.Close(ctx)
+		return fail(fmt.Errorf("registering the mount with the metadata engine: %w", err))
+	}
+	sv.fsys = fusefs.New(sv.vol.FS, fusefs.Options{
+		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
+		Ops: sv.metrics.observer(),
+	})
+	sv.closers = append(sv.closers, sv.metrics.serve(sv.vol, mp, logger))
+	return sv, nil
+}
+
+func (sv *serving) mountConfig(o mountOptions) fusefs.MountConfig {
+	return fusefs.MountConfig{FsName: "shoal:" + sv.vol.Format.Name, AllowOther: o.allowOther, Debug: o.debug, Locks: sv.vol.FS.Locking()}
+}
+
+// close releases what prepare set up, last first (not the volume).
+func (sv *serving) close() {
+	for i := len(sv.closers) - 1; i >= 0; i-- {
+		sv.closers[i]()
+	}
+}
+
+// runBackups starts the periodic metadata backups; the func stops them.
+func (sv *serving) runBackups(metaURL string, o mountOptions) func() {
+	ctx, stop := context.WithCancel(context.Background())
+	go func() {
+		_ = backup.Run(ctx, sv.vol.Engine, sv.vol.Sealed, backupInterval(metaURL, o.backupInterval), o.backupKeep, sv.log)
+	}()
+	return stop
+}
+
+// writePidFile records this process as the mount's server (whole or not
+// at all: umount and the tests read it while a successor replaces it);
+// the func removes it.
+func writePidFile(mp string) func() {
+	pid := pidFile(mp)
+	_ = os.MkdirAll(filepath.Dir(pid), 0o755)
+	_ = os.WriteFile(pid+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644)
+	_ = os.Rename(pid+".tmp", pid)
+	return func() { _ = os.Remove(pid) }
 }

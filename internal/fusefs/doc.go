@@ -27,6 +27,12 @@
 // replaces the umask; SETXATTR_EXT carries the kernel's verdict that
 // setting an ACL must clear setgid (meta.XattrACLKillSgid).
 //
+// Metrics (metered.go): with Options.Ops set, the server is given a
+// wrapper that times every request and reports it by operation number
+// (OpNames) with its outcome, and the bytes of reads and writes; the ops
+// themselves are untouched, and a mount without an observer is served by
+// FS directly, paying nothing.
+//
 // Kernel caches: entries, attributes and negative lookups are cached for
 // the configured timeouts (the bound on cross-mount staleness of names);
 // page cache is kept across opens only while the file's mtime and size are

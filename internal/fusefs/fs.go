@@ -17,6 +17,9 @@ type Options struct {
 	EntryTimeout    time.Duration // how long the kernel caches names
 	NegativeTimeout time.Duration // how long it caches "no such name"
 	Logger          *slog.Logger
+	// Ops, when set, is told of every request (metered.go); nil costs
+	// nothing.
+	Ops Observer
 }
 
 // FS serves a vfs.FS over FUSE.

@@ -28,7 +28,7 @@ const maxRequest = 1 << 20
 // unmounted.
 func Mount(mountpoint string, fs *FS, cfg MountConfig) (*fuse.Server, error) {
 	opts := mountOptions(cfg)
-	srv, err := fuse.NewServer(fs, mountpoint, opts)
+	srv, err := fuse.NewServer(fs.served(), mountpoint, opts)
 	if err != nil {
 		return nil, explainMountError(mountpoint, err)
 	}

@@ -60,7 +60,7 @@ func (fs *FS) AdoptOwners(owners []journal.Owner) {
 func MountFd(fd int, mountpoint string, fs *FS, cfg MountConfig, dir string) (*fuse.Server, error) {
 	opts := mountOptions(cfg)
 	opts.DirectMount = false
-	srv, err := fuse.NewServer(fs, fmt.Sprintf("/dev/fd/%d", fd), opts)
+	srv, err := fuse.NewServer(fs.served(), fmt.Sprintf("/dev/fd/%d", fd), opts)
 	if err != nil {
 		return nil, explainMountError(mountpoint, err)
 	}
@@ -89,7 +89,7 @@ func TakeOver(fd int, init []byte, fs *FS, cfg MountConfig) (*fuse.Server, error
 	}
 	opts := mountOptions(cfg)
 	opts.DirectMount = false
-	srv, err := fuse.NewServer(fs, fmt.Sprintf("/dev/fd/%d", pair[0]), opts)
+	srv, err := fuse.NewServer(fs.served(), fmt.Sprintf("/dev/fd/%d", pair[0]), opts)
 	if err != nil {
 		syscall.Close(pair[0])
 		syscall.Close(pair[1])

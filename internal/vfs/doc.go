@@ -63,6 +63,10 @@
 // another (a copy loaded from a dump, see internal/identity) nothing is
 // deleted and the slices stay freed until it does not.
 //
+// Stats (stats.go) reports the mount's gauges on demand for metrics: open
+// handles and files, locked files, the compaction queue, the cleaner's
+// last count of freed slices, and the age of the session's last renewal.
+//
 // # Takeover
 //
 // With a journal attached (package journal), handles, locks taken through

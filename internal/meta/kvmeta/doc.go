@@ -17,6 +17,10 @@
 // twice in one operation is written once, and carries usage deltas that are
 // published only after the commit.
 //
+// Engine.update and Engine.view also count what they run (txnstats.go,
+// meta.TxnStats): transactions, extra attempts, conflicts that never
+// cleared, and their time, as a few atomic adds per transaction.
+//
 // The only work outside an operation's transaction is id allocation: inode
 // numbers and slice ids are reserved in batches (64 and 256) by their own
 // short transactions, so concurrent clients rarely meet on a counter.
