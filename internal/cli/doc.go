@@ -9,4 +9,11 @@
 // secret.Mask, and Main masks the final error; the mount's logger masks
 // every logged string and error; mount --background hands a URL password
 // to its child in the environment (SHOAL_META_PASSWORD), never in argv.
+//
+// The binary is also mount(8)'s helper (mounthelper.go): run as
+// mount.shoal or mount.fuse.shoal (the links 'shoal install' makes in
+// /sbin), Main turns "SOURCE DIR -o OPTIONS" into 'shoal mount
+// --background' flags and returns mount(8)'s exit codes (1 usage, 32
+// failure). Processes it starts carry SHOAL_MOUNT_HELPER so that a copy of
+// the binary named mount.shoal runs as shoal in them.
 package cli

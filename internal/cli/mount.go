@@ -161,6 +161,7 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	if ready != nil {
 		ready.ok()
 	}
+	notifyReady()
 	stop := handleSignals(vol, srv, logger)
 	defer stop()
 	bctx, stopBackups := context.WithCancel(context.Background())

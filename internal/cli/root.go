@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,16 @@ var Version = "0.1.0-dev"
 // Main runs the shoal command line with args (args[0] is the program name)
 // and returns the process exit code.
 func Main(args []string) int {
+	if isMountHelper(args) {
+		return mountHelperMain(args)
+	}
+	return run(args, os.Stdout)
+}
+
+// run runs the command line args with its standard output going to out.
+func run(args []string, out io.Writer) int {
 	root := newRootCmd()
+	root.SetOut(out)
 	root.SetArgs(args[1:])
 	err := root.Execute()
 	if err == nil {
@@ -64,6 +74,7 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newQuotaCmd(),
 		newKeyCmd(),
 		newBenchCmd(),
+		newInstallCmd(),
 	)
 	return root
 }
