@@ -161,9 +161,9 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	if ready != nil {
 		ready.ok()
 	}
-	notifyReady()
 	stop := handleSignals(vol, srv, logger)
 	defer stop()
+	notifyReady() // after the handler: systemd may stop the unit at once
 	bctx, stopBackups := context.WithCancel(context.Background())
 	defer stopBackups()
 	go func() {
