@@ -114,6 +114,24 @@ func TestMountCommand(t *testing.T) {
 		t.Fatalf("mount -t fuse.shoal: exit %d: %s", code, out)
 	}
 	checkMountedAndUmount(t, v.Mountpoint)
+	// A copy of the binary as the helper (not a link) works as well.
+	if err := copyFile(testutil.Binary(t), helpers[0]); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := system(t, nil, "mount", "-t", "shoal", v.MetaURL, v.Mountpoint); code != 0 {
+		t.Fatalf("mount -t shoal through a copy: exit %d: %s", code, out)
+	}
+	checkMountedAndUmount(t, v.Mountpoint)
+}
+
+// copyFile replaces dst with a copy of src, mode 755.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	_ = os.Remove(dst)
+	return os.WriteFile(dst, b, 0o755)
 }
 
 func TestMountFstab(t *testing.T) {
