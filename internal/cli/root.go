@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,15 +28,10 @@ func run(args []string, out io.Writer) int {
 	root.SetOut(out)
 	root.SetArgs(args[1:])
 	err := root.Execute()
-	if err == nil {
-		return ExitOK
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "shoal: %s\n", userMessage(err))
 	}
-	fmt.Fprintf(os.Stderr, "shoal: %s\n", secret.Mask(err.Error()))
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return ExitError
+	return exitCode(err)
 }
 
 func newRootCmd() *cobra.Command {

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"errors"
+	"regexp"
+
+	"shoal/internal/meta"
+	"shoal/internal/secret"
+)
+
+// internalPrefix matches the package names internal errors start with
+// ("sqlkv: ", "kvmeta: load: " keeps "load: "): they say where in the code
+// an error arose, which means nothing to the person who reads it.
+// Command names ("gc: ", "fsck: ") and concepts ("backup: ",
+// "checksum: ") stay.
+var internalPrefix = regexp.MustCompile(`\b(?:sqlkv|rediskv|memkv|kvmeta|kvopen|kv|filestore|s3store|memstore|objopen|keyring|identity|vfs|fusefs|volume|data): `)
+
+// userMessage is what the user sees of err: secrets masked, internal
+// package names gone.
+func userMessage(err error) string {
+	return internalPrefix.ReplaceAllString(secret.Mask(err.Error()), "")
+}
+
+// exitCode is the process exit code for err (docs/cli.md, "Exit codes"):
+// the code a command attached, else 4 for a volume that is not there
+// (whichever command found out), else 1.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, meta.ErrNotFormatted):
+		return ExitNotFound
+	}
+	return ExitError
+}
