@@ -21,10 +21,10 @@ func userMessage(err error) string {
 	return internalPrefix.ReplaceAllString(secret.Mask(err.Error()), "")
 }
 
-// exitCode is the process exit code for err (docs/cli.md, "Exit codes"):
+// exitCodeOf is the process exit code for err (docs/cli.md, "Exit codes"):
 // the code a command attached, else 4 for a volume that is not there
 // (whichever command found out), else 1.
-func exitCode(err error) int {
+func exitCodeOf(err error) int {
 	var ee *exitError
 	switch {
 	case err == nil:

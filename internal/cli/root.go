@@ -31,7 +31,7 @@ func run(args []string, out io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "shoal: %s\n", userMessage(err))
 	}
-	return exitCode(err)
+	return exitCodeOf(err)
 }
 
 func newRootCmd() *cobra.Command {
@@ -70,6 +70,7 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newBenchCmd(),
 		newInstallCmd(),
 	)
+	tidyDefaults(root)
 	return root
 }
 
