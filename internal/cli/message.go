@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"regexp"
+	"strings"
 
 	"shoal/internal/meta"
 	"shoal/internal/secret"
@@ -33,6 +34,8 @@ func exitCodeOf(err error) int {
 		return ee.code
 	case errors.Is(err, meta.ErrNotFormatted):
 		return ExitNotFound
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		return ExitUsage // cobra's, for the root: it has no type to test
 	}
 	return ExitError
 }

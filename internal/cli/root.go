@@ -70,7 +70,8 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newBenchCmd(),
 		newInstallCmd(),
 	)
-	tidyDefaults(root)
+	root.InitDefaultCompletionCmd()
+	tidyCommands(root)
 	return root
 }
 
