@@ -59,6 +59,10 @@ func TestInstall(t *testing.T) {
 			t.Errorf("install does not say it installed %s:\n%s", h, again.Stdout)
 		}
 	}
+	// The installed binary installs itself again (onto itself) just as well.
+	if out, err := exec.Command(in.bin, "install", "--prefix", in.prefix, "--sbin-dir", "/sbin").CombinedOutput(); err != nil {
+		t.Errorf("installed shoal install: %v\n%s", err, out)
+	}
 	out, err := exec.Command(in.bin, "--version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "shoal") {
 		t.Errorf("installed binary: %v: %s", err, out)
