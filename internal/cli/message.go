@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"shoal/internal/meta"
+	"shoal/internal/meta/kv/kvopen"
 	"shoal/internal/secret"
 )
 
@@ -24,7 +25,8 @@ func userMessage(err error) string {
 
 // exitCodeOf is the process exit code for err (docs/cli.md, "Exit codes"):
 // the code a command attached, else 4 for a volume that is not there
-// (whichever command found out), else 1.
+// (whichever command found out), 2 for a META-URL of no known scheme,
+// else 1.
 func exitCodeOf(err error) int {
 	var ee *exitError
 	switch {
@@ -34,6 +36,8 @@ func exitCodeOf(err error) int {
 		return ee.code
 	case errors.Is(err, meta.ErrNotFormatted):
 		return ExitNotFound
+	case errors.Is(err, kvopen.ErrBadURL):
+		return ExitUsage
 	case strings.HasPrefix(err.Error(), "unknown command "):
 		return ExitUsage // cobra's, for the root: it has no type to test
 	}

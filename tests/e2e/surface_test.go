@@ -36,6 +36,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{"claims"}, {"quota"}, {"quota", "no-such"}, {"quota", "list"}, {"key"},
 		{"key", "rotate"}, {"bench", "--no-such-flag"}, {"bench", "--progress=sometimes", dir},
 		{"install", "extra"}, {"completion"}, {"completion", "no-such-shell"},
+		{"status", "nosuch://x"}, {"fsck", "no-scheme"}, {"mount", "nosuch://x", dir},
 	}
 	notFound := [][]string{
 		{"mount", missing, dir}, {"mount", "--background", missing, dir}, {"umount", dir},
