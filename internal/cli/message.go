@@ -11,16 +11,23 @@ import (
 )
 
 // internalPrefix matches the package names internal errors start with
-// ("sqlkv: ", "kvmeta: load: " keeps "load: "): they say where in the code
-// an error arose, which means nothing to the person who reads it.
-// Command names ("gc: ", "fsck: ") and concepts ("backup: ",
-// "checksum: ") stay.
-var internalPrefix = regexp.MustCompile(`\b(?:sqlkv|rediskv|memkv|kvmeta|kvopen|kv|filestore|s3store|memstore|objopen|keyring|identity|vfs|fusefs|volume|data): `)
+// ("sqlkv: ", "kvmeta: load: " keeps "load: "), where a message or a
+// wrapped one begins: they say where in the code an error arose, which
+// means nothing to the person who reads it. Command names ("gc: ",
+// "fsck: "), concepts ("backup: ") and prose ("a volume: ") stay.
+var internalPrefix = regexp.MustCompile(`(^|: |\()(?:sqlkv|rediskv|memkv|kvmeta|kvopen|kv|filestore|s3store|memstore|objopen|keyring|identity|vfs|fusefs|volume|data): `)
 
 // userMessage is what the user sees of err: secrets masked, internal
 // package names gone.
 func userMessage(err error) string {
-	return internalPrefix.ReplaceAllString(secret.Mask(err.Error()), "")
+	msg := secret.Mask(err.Error())
+	for {
+		next := internalPrefix.ReplaceAllString(msg, "${1}")
+		if next == msg {
+			return msg
+		}
+		msg = next
+	}
 }
 
 // exitCodeOf is the process exit code for err (docs/cli.md, "Exit codes"):
