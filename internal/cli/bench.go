@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -171,7 +172,7 @@ func runBench(cmd *cobra.Command, f *benchFlags, args []string) error {
 		return withCode(ExitUsage, err)
 	}
 	rep := bench.Run(ctx, opts)
-	if err := writeReports(cmd.OutOrStdout(), f, rep); err != nil {
+	if err := writeReports(cmd.OutOrStdout(), cmd.ErrOrStderr(), f, rep); err != nil {
 		return err
 	}
 	return benchOutcome(ctx, rep)
@@ -248,11 +249,12 @@ func (f *benchFlags) display(w io.Writer) (*progress.Display, error) {
 		}
 		return nil, nil
 	}
-	return nil, fmt.Errorf("bench: --progress %q: want auto, always or never", f.progress)
+	return nil, withCode(ExitUsage, fmt.Errorf("bench: --progress %q: want auto, always or never", f.progress))
 }
 
-// writeReports prints the table or JSON and writes the HTML file.
-func writeReports(out io.Writer, f *benchFlags, rep *result.Report) error {
+// writeReports prints the table or JSON and writes the HTML file, saying
+// where on errOut (stdout may be JSON).
+func writeReports(out, errOut io.Writer, f *benchFlags, rep *result.Report) error {
 	var err error
 	if f.jsonOut {
 		err = report.JSON(out, rep)
@@ -276,6 +278,11 @@ func writeReports(out io.Writer, f *benchFlags, rep *result.Report) error {
 	if err != nil {
 		return fmt.Errorf("bench: writing %s: %w", f.htmlFile, err)
 	}
+	where, err := filepath.Abs(f.htmlFile)
+	if err != nil {
+		where = f.htmlFile
+	}
+	fmt.Fprintf(errOut, "HTML report written to %s\n", where)
 	return nil
 }
 

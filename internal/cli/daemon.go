@@ -77,10 +77,14 @@ func daemonize(metaURL, mp string, o mountOptions, out io.Writer) error {
 	msg, _ := io.ReadAll(r)
 	if string(msg) != "ok" {
 		_ = cmd.Wait()
-		if len(msg) == 0 {
-			return fmt.Errorf("the background mount exited before it was ready; see %s", logPath)
+		code := cmd.ProcessState.ExitCode() // the child's: 4 for a missing volume
+		if code <= 0 {
+			code = ExitError
 		}
-		return fmt.Errorf("%s (log: %s)", msg, logPath)
+		if len(msg) == 0 {
+			return withCode(code, fmt.Errorf("the background mount exited before it was ready; see %s", logPath))
+		}
+		return withCode(code, fmt.Errorf("%s (log: %s)", msg, logPath))
 	}
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()

@@ -17,4 +17,11 @@
 // control socket) or SIGHUP; servers talk to it over a socket pair
 // (the connection's descriptor, "ready", "quiesce"). The password reaches
 // servers in the environment too.
+//
+// The binary is also mount(8)'s helper (mounthelper.go): run as
+// mount.shoal or mount.fuse.shoal (the links 'shoal install' makes in
+// /sbin), Main turns "SOURCE DIR -o OPTIONS" into 'shoal mount
+// --background' flags and returns mount(8)'s exit codes (1 usage, 32
+// failure). Processes it starts carry SHOAL_MOUNT_HELPER so that a copy of
+// the binary named mount.shoal runs as shoal in them.
 package cli

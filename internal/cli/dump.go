@@ -43,7 +43,7 @@ is writing to (each key kind is read in one snapshot).`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error { return runDump(cmd, args[0], args[1], f) },
 	}
-	cmd.Flags().StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when a terminal), always, never")
+	cmd.Flags().StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (live on a terminal; elsewhere a line for each phase that took over 1s), always, never")
 	cmd.Flags().Lookup("progress").NoOptDefVal = "always"
 	return cmd
 }

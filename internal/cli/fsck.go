@@ -65,7 +65,7 @@ Exit status: 0 clean (leaked objects allowed), 3 damage left unrepaired,
 	fl.BoolVar(&f.noVerify, "no-verify-data", false, "check that blocks exist with the right size, without reading them")
 	fl.BoolVar(&f.force, "force", false, "repair even though a mount of the volume seems alive")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the report as JSON on stdout")
-	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when a terminal), always, never")
+	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (live on a terminal; elsewhere a line for each phase that took over 1s), always, never")
 	fl.Lookup("progress").NoOptDefVal = "always"
 	f.secret.register(fl)
 	return cmd

@@ -58,7 +58,7 @@ status 3 when it finds any, 1 when a delete failed.`,
 	fl.DurationVar(&f.grace, "grace", gc.DefaultGrace, "keep unreferenced objects younger than this (0: none; only on a volume no client writes to)")
 	fl.BoolVar(&f.deleteFreed, "delete-freed", false, "also delete the objects of freed slices and drop them from the freed list")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the report as JSON on stdout")
-	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when a terminal), always, never")
+	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (live on a terminal; elsewhere a line for each phase that took over 1s), always, never")
 	fl.Lookup("progress").NoOptDefVal = "always"
 	return cmd
 }
@@ -121,12 +121,11 @@ func gcDisplay(w io.Writer, mode string) (*progress.Display, error) {
 	case "always":
 		return progress.New(w, tty), nil
 	case "auto":
-		if tty {
-			return progress.New(w, true), nil
-		}
-		return nil, nil
+		d := progress.New(w, tty)
+		d.QuietUnder(time.Second) // off a terminal: only phases that took a while
+		return d, nil
 	}
-	return nil, fmt.Errorf("--progress %q: want auto, always or never", mode)
+	return nil, withCode(ExitUsage, fmt.Errorf("--progress %q: want auto, always or never", mode))
 }
 
 // trackGC shows p on d until the returned stop is called.

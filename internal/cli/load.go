@@ -71,7 +71,7 @@ SQLite file, drop the schema) and load again.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.storage, "storage", "file", "with --bucket: the object store kind")
 	fl.StringVar(&f.bucket, "bucket", "", "read FILE as a backup object key (or 'latest') from this object store")
-	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (when a terminal), always, never")
+	fl.StringVar(&f.progress, "progress", "auto", "progress on stderr: auto (live on a terminal; elsewhere a line for each phase that took over 1s), always, never")
 	fl.Lookup("progress").NoOptDefVal = "always"
 	fl.BoolVar(&f.replace, "replace", false, "the loaded volume replaces the one the dump came from, whose engine can no longer mount it (default: a copy that shares the bucket)")
 	return cmd

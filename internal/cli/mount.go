@@ -157,6 +157,7 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	}
 	stop := handleSignals(sv.vol, srv, sv.log)
 	defer stop()
+	notifyReady() // after the handler: systemd may stop the unit at once
 	defer sv.runBackups(metaURL, o)()
 	srv.Wait()
 	sv.log.Info("unmounted; flushing and closing", "mountpoint", mp)

@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -16,18 +16,22 @@ var Version = "0.1.0-dev"
 // Main runs the shoal command line with args (args[0] is the program name)
 // and returns the process exit code.
 func Main(args []string) int {
+	if isMountHelper(args) {
+		return mountHelperMain(args)
+	}
+	return run(args, os.Stdout)
+}
+
+// run runs the command line args with its standard output going to out.
+func run(args []string, out io.Writer) int {
 	root := newRootCmd()
+	root.SetOut(out)
 	root.SetArgs(args[1:])
 	err := root.Execute()
-	if err == nil {
-		return ExitOK
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "shoal: %s\n", userMessage(err))
 	}
-	fmt.Fprintf(os.Stderr, "shoal: %s\n", secret.Mask(err.Error()))
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return ExitError
+	return exitCodeOf(err)
 }
 
 func newRootCmd() *cobra.Command {
@@ -65,7 +69,10 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newKeyCmd(),
 		newBenchCmd(),
 		newStatsCmd(),
+		newInstallCmd(),
 	)
+	root.InitDefaultCompletionCmd()
+	tidyCommands(root)
 	return root
 }
 

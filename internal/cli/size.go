@@ -37,11 +37,27 @@ func parseSize(s string) (int64, error) {
 // sizeFlag is a pflag.Value holding a byte count.
 type sizeFlag struct{ v *int64 }
 
+// String is the value as --help shows its default and parseSize reads it
+// back: the largest binary suffix that divides it exactly (256M, not
+// 268435456).
 func (f sizeFlag) String() string {
 	if f.v == nil {
 		return "0"
 	}
-	return strconv.FormatInt(*f.v, 10)
+	return shortSize(*f.v)
+}
+
+// shortSize writes n with the largest suffix (K, M, G, T) that divides it.
+func shortSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func (f sizeFlag) Set(s string) error {

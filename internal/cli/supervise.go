@@ -115,8 +115,11 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 			case m.fd >= 0:
 				s.conn = m.fd
 			case m.text == "ready":
-				if !announced && ready != nil {
-					ready.ok()
+				if !announced {
+					if ready != nil {
+						ready.ok()
+					}
+					notifyReady() // systemd (Type=notify) hears from the main process
 				}
 				announced = true
 				if upgrading != nil {

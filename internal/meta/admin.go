@@ -36,11 +36,15 @@ type Scanner interface {
 
 // CheckReport is what Checker.Check found.
 type CheckReport struct {
-	Inodes, Dirs, Files, Entries, Slices uint64
+	Inodes  uint64 `json:"inodes"`
+	Dirs    uint64 `json:"dirs"`
+	Files   uint64 `json:"files"`
+	Entries uint64 `json:"entries"`
+	Slices  uint64 `json:"slices"`
 	// Problems lists each inconsistency found, one line each.
-	Problems []string
+	Problems []string `json:"problems"`
 	// Repaired counts the problems fixed (with repair set).
-	Repaired int
+	Repaired int `json:"repaired"`
 }
 
 // Checker verifies a volume's metadata invariants: entries point to live

@@ -200,10 +200,10 @@ const MaxBlockSize = 4 << 20
 
 // Statfs is a volume's usage.
 type Statfs struct {
-	TotalSpace  uint64
-	UsedSpace   uint64
-	TotalInodes uint64
-	UsedInodes  uint64
+	TotalSpace  uint64 `json:"total_space"`
+	UsedSpace   uint64 `json:"used_space"`
+	TotalInodes uint64 `json:"total_inodes"`
+	UsedInodes  uint64 `json:"used_inodes"`
 }
 
 // Now returns the current time in nanoseconds, as engines store times.

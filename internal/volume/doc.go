@@ -4,6 +4,11 @@
 // lab, the admin tools and the tests all open volumes here, so there is one
 // wiring to keep right.
 //
+// Load (and Open) only read a volume: a SQLite META-URL whose database
+// file does not exist is reported as no volume (meta.ErrNotFormatted)
+// before the engine could create an empty database there; Format and
+// OpenEngine (load) create one.
+//
 // The block store is built in one function, BlockStore: the retrying
 // store, compression over it when the volume's format asks for it, and
 // block checksums on top (data → checksum → compress → store), so the

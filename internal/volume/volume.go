@@ -69,6 +69,9 @@ func testClockSkew() time.Duration {
 // Load opens the engine and reads the volume settings, explaining what to
 // do when there is no volume.
 func Load(ctx context.Context, metaURL string) (meta.Engine, meta.Format, error) {
+	if err := missingSQLite(metaURL); err != nil {
+		return nil, meta.Format{}, err
+	}
 	eng, err := OpenEngine(ctx, metaURL)
 	if err != nil {
 		return nil, meta.Format{}, err
@@ -77,7 +80,7 @@ func Load(ctx context.Context, metaURL string) (meta.Engine, meta.Format, error)
 	if err != nil {
 		_ = eng.Close()
 		if errors.Is(err, meta.ErrNotFormatted) {
-			return nil, meta.Format{}, fmt.Errorf("no volume at %s: %w (create one with 'shoal format %s')", secret.Mask(metaURL), err, secret.Mask(metaURL))
+			return nil, meta.Format{}, fmt.Errorf("no volume at %s: %w (create one with 'shoal format %s')", secret.Mask(metaURL), meta.ErrNotFormatted, secret.Mask(metaURL))
 		}
 		return nil, meta.Format{}, fmt.Errorf("loading volume at %s: %w", secret.Mask(metaURL), err)
 	}

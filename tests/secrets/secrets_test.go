@@ -86,6 +86,8 @@ func everyCommand(t *testing.T, ev *evidence, bare, pwURL, password, credBucket,
 	ev.must(t, nil, "gc", "--dry-run", pwURL)
 	if res := ev.shoal(t, nil, "status", withPassword(t, bare, wrong)); res.Code == 0 {
 		t.Errorf("status with a wrong password succeeded")
+	} else if !strings.Contains(res.Stderr, "check the user and password") || strings.Contains(res.Stderr, "sqlkv:") {
+		t.Errorf("status with a wrong password: %q; want one message that says to check the password, without internal names", res.Stderr)
 	}
 	if res := ev.shoal(t, []string{"SHOAL_META_PASSWORD=" + password}, "status", bare); res.Code != 0 {
 		t.Errorf("status with the password in SHOAL_META_PASSWORD: exit %d\n%s", res.Code, res.Stderr)

@@ -36,10 +36,20 @@ type Display struct {
 	tty      bool
 	interval time.Duration
 
-	mu    sync.Mutex // serialises writes and guards the fields below
-	stop  chan struct{}
-	done  chan struct{}
-	label string
+	mu       sync.Mutex // serialises writes and guards the fields below
+	stop     chan struct{}
+	done     chan struct{}
+	label    string
+	minPhase time.Duration // off a terminal, shorter phases are not printed
+}
+
+// QuietUnder makes a display that is not a terminal leave out the lines of
+// phases that took less than min: progress for what is slow, silence for
+// what is quick (fsck and gc print it unasked on a log file or pipe).
+func (d *Display) QuietUnder(min time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.minPhase = min
 }
 
 // New returns a display writing to w; tty selects in-place redrawing.
@@ -47,16 +57,15 @@ func New(w io.Writer, tty bool) *Display {
 	return &Display{w: w, tty: tty, interval: 200 * time.Millisecond}
 }
 
-// Track follows src under label until Stop: on a terminal it redraws the
-// running phase's line every interval. Track stops a previous source.
+// Track follows src under label until Stop: it polls src every interval
+// (sources may notice finished phases as they are polled) and on a
+// terminal redraws the running phase's line. Track stops a previous
+// source.
 func (d *Display) Track(label string, src Source) {
 	d.Stop()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.label = label
-	if !d.tty {
-		return
-	}
 	d.stop, d.done = make(chan struct{}), make(chan struct{})
 	go d.loop(src, d.stop, d.done)
 }
@@ -66,7 +75,7 @@ func (d *Display) Track(label string, src Source) {
 func (d *Display) PhaseDone(s State) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !d.tty {
+	if !d.tty && s.End.Sub(s.Start) >= d.minPhase {
 		fmt.Fprintln(d.w, Line(d.label, s, s.End))
 	}
 }
@@ -84,7 +93,9 @@ func (d *Display) Stop() {
 	<-done
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	fmt.Fprint(d.w, "\r\x1b[K")
+	if d.tty {
+		fmt.Fprint(d.w, "\r\x1b[K")
+	}
 }
 
 func (d *Display) loop(src Source, stop, done chan struct{}) {
@@ -96,7 +107,7 @@ func (d *Display) loop(src Source, stop, done chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			if s, ok := src(); ok {
+			if s, ok := src(); ok && d.tty {
 				d.mu.Lock()
 				fmt.Fprintf(d.w, "\r\x1b[K%s", Line(d.label, s, time.Now()))
 				d.mu.Unlock()

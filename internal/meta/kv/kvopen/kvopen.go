@@ -2,6 +2,7 @@ package kvopen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -30,7 +31,7 @@ const Schemes = "sqlite:///PATH, postgres://USER:PASS@HOST:PORT/DB, redis://[:PA
 func Open(ctx context.Context, url string) (kv.Store, error) {
 	scheme, _, ok := strings.Cut(url, ":")
 	if !ok || scheme == "" {
-		return nil, fmt.Errorf("META-URL %q has no scheme: use %s", secret.Mask(url), Schemes)
+		return nil, badURL(fmt.Sprintf("META-URL %q has no scheme: use %s", secret.Mask(url), Schemes))
 	}
 	switch strings.ToLower(scheme) {
 	case "sqlite", "sqlite3":
@@ -42,5 +43,15 @@ func Open(ctx context.Context, url string) (kv.Store, error) {
 	case "mem", "memory":
 		return memkv.New(), nil
 	}
-	return nil, fmt.Errorf("unknown META-URL scheme %q: use %s", scheme, Schemes)
+	return nil, badURL(fmt.Sprintf("unknown META-URL scheme %q: use %s", scheme, Schemes))
 }
+
+// ErrBadURL is what Open's errors for a META-URL of no known form are
+// (errors.Is): the caller's mistake, a usage error to the command line.
+var ErrBadURL = errors.New("bad META-URL")
+
+// badURL is an error that is ErrBadURL with its own message.
+type badURL string
+
+func (e badURL) Error() string        { return string(e) }
+func (e badURL) Is(target error) bool { return target == ErrBadURL }
