@@ -81,6 +81,14 @@ mount_shoal() {
 	wait_mounted "$WORK/shoal/mnt" "$SHOAL_PID" || { tail -20 "$log" >&2; die "shoal mount failed"; }
 }
 
+# server_pid: the process serving the mount (its supervisor's child when
+# supervised, as root by default), whose memory is the mount's.
+server_pid() {
+	local name
+	name=$(echo "$WORK/shoal/mnt" | sed 's|^/||; s|/$||; s|/|_|g')
+	cat "${TMPDIR:-/tmp}/shoal-run/$name.pid" 2>/dev/null || echo "$SHOAL_PID"
+}
+
 umount_shoal() {
 	[ -n "$SHOAL_PID" ] || return 0
 	"$SHOAL" umount "$WORK/shoal/mnt" || fusermount3 -u -z "$WORK/shoal/mnt" || true
@@ -120,7 +128,7 @@ phase_meta() { # round target
 	local d
 	d=$(dir_of "$2")/meta.r$1
 	"$CB" meta "$d" "$FILES" | record "$2"
-	if [ "$2" = shoal ]; then "$CB" rss "$SHOAL_PID" | sed 's/rss_kib/rss_kib_meta/' | record shoal; fi
+	if [ "$2" = shoal ]; then "$CB" rss "$(server_pid)" | sed 's/rss_kib/rss_kib_meta/' | record shoal; fi
 }
 
 phase_io() { # round target
@@ -139,7 +147,7 @@ phase_hugedir() { # round target
 	if [ "$2" = shoal ]; then umount_shoal; mount_shoal; fi
 	drop_caches
 	"$CB" hugedir "$d" "$HUGE" | record "$2"
-	if [ "$2" = shoal ]; then "$CB" rss "$SHOAL_PID" | sed 's/rss_kib/rss_kib_hugedir/' | record shoal; fi
+	if [ "$2" = shoal ]; then "$CB" rss "$(server_pid)" | sed 's/rss_kib/rss_kib_hugedir/' | record shoal; fi
 	rm -rf "$d"
 }
 

@@ -63,6 +63,7 @@ func formatAndMount(t *testing.T, ev *evidence, pwURL, bucket, credBucket, dir s
 	var pid int
 	fmt.Sscan(m[1], &pid)
 	ev.addProc(t, "background mount", pid)
+	ev.addProc(t, "background mount's server", serverPID(t, mp))
 	if err := os.WriteFile(filepath.Join(mp, "f"), []byte("data"), 0o644); err != nil {
 		t.Errorf("write through the mount: %v", err)
 	}
@@ -113,6 +114,7 @@ func everyCommand(t *testing.T, ev *evidence, bare, pwURL, password, credBucket,
 	}
 	m := testutil.StartMount(t, mp, filepath.Join(dir, "fg.log"), "mount", pwURL, mp)
 	ev.addProc(t, "foreground mount", m.PID())
+	ev.addProc(t, "foreground mount's server", m.ServerPID(t))
 	m.Unmount(t)
 	ev.addFile(t, "foreground mount log", m.Log)
 }
@@ -171,4 +173,18 @@ func legacySettings(t *testing.T, ev *evidence, pwURL, credBucket, dir string) {
 	if !strings.Contains(log, "credentials in the bucket URL") {
 		t.Errorf("the mount of a volume with credentials in its settings did not say so in its log:\n%s", log)
 	}
+}
+
+// serverPID is the pid of the process serving the mount at mp (under
+// its supervisor), from its pid file.
+func serverPID(t *testing.T, mp string) int {
+	t.Helper()
+	name := strings.ReplaceAll(strings.Trim(mp, "/"), "/", "_")
+	b, err := os.ReadFile(filepath.Join(os.TempDir(), "shoal-run", name+".pid"))
+	if err != nil {
+		t.Fatalf("server pid of %s: %v", mp, err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	return pid
 }
