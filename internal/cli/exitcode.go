@@ -1,5 +1,7 @@
 package cli
 
+import "errors"
+
 // Exit codes of the shoal binary; documented in docs/cli.md.
 const (
 	ExitOK       = 0 // success
@@ -17,6 +19,10 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+
+// errReported is an error another process already printed (a supervised
+// mount's server): run prints nothing more, only exits with its code.
+var errReported = errors.New("reported")
 
 // withCode marks err with an exit code.
 func withCode(code int, err error) error {

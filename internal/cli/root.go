@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,7 +29,7 @@ func run(args []string, out io.Writer) int {
 	root.SetOut(out)
 	root.SetArgs(args[1:])
 	err := root.Execute()
-	if err != nil {
+	if err != nil && !errors.Is(err, errReported) {
 		fmt.Fprintf(os.Stderr, "shoal: %s\n", userMessage(err))
 	}
 	return exitCodeOf(err)

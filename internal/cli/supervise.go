@@ -166,14 +166,15 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 				upgrading = nil
 			}
 			if s.conn < 0 {
+				// The server failed to mount and said why on its
+				// stderr (ours): exit as it did, without repeating it.
 				if lastErr == "" {
 					lastErr = fmt.Sprintf("the server exited before mounting (%v)", werr)
 				}
-				err := errors.New(lastErr)
 				if ready != nil && !announced {
-					ready.fail(err)
+					ready.fail(errors.New(lastErr))
 				}
-				return err
+				return withCode(childCode(werr), errReported)
 			}
 			if _, _, mounted := mountedAt(mp); !mounted {
 				if werr != nil {
@@ -232,7 +233,7 @@ func (s *supervisor) start(role, exe string) (*child, error) {
 	c := &child{cmd: cmd, ctl: mine, msgs: make(chan childMsg, 8), exit: make(chan error, 1)}
 	go c.read()
 	go func() { c.exit <- cmd.Wait() }()
-	s.log.Info("server started", "role", role, "pid", cmd.Process.Pid)
+	s.log.Debug("server started", "role", role, "pid", cmd.Process.Pid)
 	return c, nil
 }
 
@@ -337,3 +338,12 @@ type discardConn struct{ net.Conn }
 
 func (discardConn) Write(p []byte) (int, error) { return len(p), nil }
 func (discardConn) Close() error                { return nil }
+
+// childCode is the exit code of a server that exited with werr.
+func childCode(werr error) int {
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) && ee.ExitCode() > 0 {
+		return ee.ExitCode()
+	}
+	return ExitError
+}
