@@ -8,6 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"shoal/internal/meta"
+	"shoal/internal/opstat"
 	"shoal/internal/vfs"
 )
 
@@ -17,6 +18,9 @@ type Options struct {
 	EntryTimeout    time.Duration // how long the kernel caches names
 	NegativeTimeout time.Duration // how long it caches "no such name"
 	Logger          *slog.Logger
+	// Ops, when set, counts every operation and keeps the slow ones for
+	// the mount's session report (shoal console).
+	Ops *opstat.Recorder
 }
 
 // FS serves a vfs.FS over FUSE.
@@ -67,6 +71,14 @@ func ctx(h *fuse.InHeader) context.Context {
 func createCtx(h *fuse.InHeader, umask uint32) context.Context {
 	c := meta.Cred{Uid: h.Uid, Gid: h.Gid, Trusted: true, Umask: uint16(umask & 0o777)}
 	return meta.WithCred(context.Background(), c)
+}
+
+// observe records an operation that started at start, if Options.Ops is
+// set: deferred first thing by each operation.
+func (fs *FS) observe(op string, ino uint64, start time.Time) {
+	if fs.opts.Ops != nil {
+		fs.opts.Ops.Observe(op, ino, time.Since(start))
+	}
 }
 
 func (fs *FS) status(op string, err error) fuse.Status { return fs.errs.status(op, err) }

@@ -48,7 +48,10 @@ import (
 // holders; the client keeps its side of the bargain by fencing itself
 // before its own timeout runs out (vfs, fence.go).
 
-var _ meta.Sessions = (*Engine)(nil)
+var (
+	_ meta.Sessions        = (*Engine)(nil)
+	_ meta.SessionReporter = (*Engine)(nil)
+)
 
 // sessionRecord is the stored form of a session.
 type sessionRecord struct {
@@ -161,6 +164,9 @@ func (e *Engine) Heartbeat(ctx context.Context) error {
 			return meta.ErrSessionLost
 		}
 		rec.Heartbeat = now
+		if r := e.report.Load(); r != nil {
+			rec.Report = r
+		}
 		return putSession(tx, *rec)
 	})
 	if errors.Is(err, meta.ErrSessionLost) {
@@ -169,6 +175,10 @@ func (e *Engine) Heartbeat(ctx context.Context) error {
 	}
 	return wrap(err, "heartbeat session %d", id)
 }
+
+// SetSessionReport keeps r for the next Heartbeat, which stores it in the
+// session record it rewrites anyway: publishing adds no write.
+func (e *Engine) SetSessionReport(r meta.SessionReport) { e.report.Store(&r) }
 
 // EndSession ends this Engine's session.
 func (e *Engine) EndSession(ctx context.Context) error {
