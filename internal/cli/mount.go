@@ -20,6 +20,7 @@ import (
 	"shoal/internal/data"
 	"shoal/internal/fusefs"
 	"shoal/internal/meta"
+	"shoal/internal/opstat"
 	"shoal/internal/secret"
 	"shoal/internal/vfs"
 	"shoal/internal/volume"
@@ -45,6 +46,7 @@ type mountOptions struct {
 	flushTimeout    time.Duration
 	deleteDelay     time.Duration
 	secret          secretFlags
+	console         consoleFlags
 }
 
 func (o *mountOptions) register(cmd *cobra.Command) {
@@ -68,6 +70,7 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
 	fl.Var(sizeFlag{&o.cacheSize}, "cache-size", "in-memory read cache of blocks")
 	o.secret.register(fl)
+	o.console.register(fl, "console-", "console", "", "serve the volume's web console on this address (host:port; see 'shoal console')")
 }
 
 func newMountCmd() *cobra.Command {
@@ -139,12 +142,19 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 	if o.strict {
 		o.attrTimeout, o.entryTimeout, o.negativeTimeout = 0, 0, 0
 	}
-	if err := vol.FS.BeginSession(ctx, sessionConfig(mp, o)); err != nil {
+	cctx, stopConsole := context.WithCancel(context.Background())
+	defer stopConsole()
+	if err := o.console.start(cctx, vol.Engine, vol.Format, logger); err != nil {
+		_ = vol.Close(ctx)
+		return err
+	}
+	ops := &opstat.Recorder{}
+	if err := vol.FS.BeginSession(ctx, sessionConfig(mp, o, ops)); err != nil {
 		_ = vol.Close(ctx)
 		return fmt.Errorf("registering the mount with the metadata engine: %w", err)
 	}
 	fsys := fusefs.New(vol.FS, fusefs.Options{
-		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
+		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger, Ops: ops,
 	})
 	srv, err := fusefs.Mount(mp, fsys, fusefs.MountConfig{
 		FsName: "shoal:" + vol.Format.Name, AllowOther: o.allowOther, Debug: o.debug, Locks: vol.FS.Locking(),
@@ -262,7 +272,7 @@ func startCPUProfile(path string) (func(), error) {
 }
 
 // sessionConfig describes this mount to the other clients of the volume.
-func sessionConfig(mp string, o mountOptions) vfs.SessionConfig {
+func sessionConfig(mp string, o mountOptions, ops *opstat.Recorder) vfs.SessionConfig {
 	host, _ := os.Hostname()
 	return vfs.SessionConfig{
 		Info: meta.SessionInfo{
@@ -270,5 +280,6 @@ func sessionConfig(mp string, o mountOptions) vfs.SessionConfig {
 		},
 		Heartbeat: o.heartbeat,
 		Timeout:   o.sessionTimeout,
+		Report:    ops.Report,
 	}
 }
