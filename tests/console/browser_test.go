@@ -42,6 +42,7 @@ func dumpDOM(t *testing.T, url string) string {
 type page struct {
 	usedSpace, usedInodes, mountCount uint64
 	sessions                          []uint64 // data-session of the mount rows
+	ops                               []uint64 // data-ops of the mount rows that have a report
 	mountpoints                       []string
 	jobs                              []string // data-job of the maintenance rows
 	dom                               string
@@ -50,6 +51,7 @@ type page struct {
 var (
 	valueRe      = regexp.MustCompile(`id="([a-z-]+)" data-value="(\d+)"`)
 	mountRowRe   = regexp.MustCompile(`class="mount" data-session="(\d+)" data-host="[^"]*" data-mountpoint="([^"]*)"`)
+	opsRe        = regexp.MustCompile(`class="num ops" data-ops="(\d+)"`)
 	runRowRe     = regexp.MustCompile(`class="run" data-job="([a-z]+)"`)
 	consoleURLRe = regexp.MustCompile(`at (http://[0-9.:]+/)`)
 )
@@ -72,6 +74,10 @@ func parsePage(t *testing.T, dom string) page {
 		id, _ := strconv.ParseUint(m[1], 10, 64)
 		p.sessions = append(p.sessions, id)
 		p.mountpoints = append(p.mountpoints, m[2])
+	}
+	for _, m := range opsRe.FindAllStringSubmatch(dom, -1) {
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		p.ops = append(p.ops, n)
 	}
 	for _, m := range runRowRe.FindAllStringSubmatch(dom, -1) {
 		p.jobs = append(p.jobs, m[1])

@@ -54,6 +54,11 @@ func testConsole(t *testing.T, v *testutil.Volume) {
 	}
 	time.Sleep(2500 * time.Millisecond) // the mount's usage counters reach the engine about once a second
 	checkMatchesStatus(t, url, v.MetaURL)
+	// The mount publishes its operations with its heartbeats: the 20
+	// creates and writes are in its report by now.
+	if p := parsePage(t, dumpDOM(t, url)); len(p.ops) != 1 || p.ops[0] < 40 {
+		t.Errorf("the mount's report shows %v operations, want one report of at least 40", p.ops)
+	}
 
 	second := filepath.Join(v.Dir, "mnt2")
 	must(t, os.Mkdir(second, 0o755))
