@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -48,12 +49,17 @@ func testConsole(t *testing.T, v *testutil.Volume) {
 	url := startConsole(t, v.MetaURL, "--token-file", tokenFile, "--reports", reports)
 	checkReadOnly(t, startConsole(t, v.MetaURL), token)
 
-	m1 := v.Mount(t, fastSession...)
+	m1 := v.Mount(t, append([]string{"--console", "127.0.0.1:0"}, fastSession...)...)
 	for i := range 20 {
 		must(t, os.WriteFile(m1.Path(fmt.Sprintf("f%d", i)), make([]byte, 10_000+i), 0o644))
 	}
 	time.Sleep(2500 * time.Millisecond) // the mount's usage counters reach the engine about once a second
 	checkMatchesStatus(t, url, v.MetaURL)
+	// The mount serves the same console.
+	mountURL := mountConsoleURL(t, m1)
+	if p, q := parsePage(t, dumpDOM(t, mountURL)), parsePage(t, dumpDOM(t, url)); p.usedInodes != q.usedInodes || !slices.Equal(p.sessions, q.sessions) {
+		t.Errorf("the mount's console shows %d inodes, mounts %v; shoal console %d, %v", p.usedInodes, p.sessions, q.usedInodes, q.sessions)
+	}
 	// The mount publishes its operations with its heartbeats: the 20
 	// creates and writes are in its report by now.
 	if p := parsePage(t, dumpDOM(t, url)); len(p.ops) != 1 || p.ops[0] < 40 {
@@ -157,6 +163,17 @@ func checkReadOnly(t *testing.T, url, token string) {
 	if code, body := post(t, url+"action/reclaim", token); code != 403 {
 		t.Errorf("reclaim on a read-only console: %d %s, want 403", code, body)
 	}
+}
+
+// mountConsoleURL is where a mount started with --console serves it, as
+// its log says.
+func mountConsoleURL(t *testing.T, m *testutil.Mount) string {
+	t.Helper()
+	found := regexp.MustCompile(`web console listening" addr=(http://[0-9.:]+/)`).FindStringSubmatch(m.LogText())
+	if found == nil {
+		t.Fatalf("the mount does not log its console's address:\n%s", m.LogText())
+	}
+	return found[1]
 }
 
 func must(t *testing.T, err error) {
