@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"shoal/internal/identity"
 	"shoal/internal/meta"
 	"shoal/internal/object"
-	"shoal/internal/object/objopen"
 	"shoal/internal/volume"
 )
 
@@ -61,11 +59,10 @@ func runClaims(cmd *cobra.Command, metaURL string, f *claimsFlags) error {
 		return loadError(err, metaURL)
 	}
 	defer eng.Close()
-	raw, err := objopen.Open(ctx, vf.Storage, vf.Bucket)
+	store, err := volume.OpenObjects(ctx, vf, nil)
 	if err != nil {
-		return fmt.Errorf("claims: opening the object store (%s %s): %w", vf.Storage, vf.Bucket, err)
+		return fmt.Errorf("claims: %w", err)
 	}
-	store := object.WithRetry(raw, 5, 100*time.Millisecond)
 	claims, err := identity.List(ctx, store)
 	if err != nil {
 		return err

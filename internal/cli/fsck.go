@@ -15,7 +15,6 @@ import (
 	"shoal/internal/fsck"
 	"shoal/internal/meta"
 	"shoal/internal/object"
-	"shoal/internal/object/objopen"
 	"shoal/internal/volume"
 )
 
@@ -92,11 +91,10 @@ func runFsck(cmd *cobra.Command, metaURL string, f *fsckFlags) error {
 			return err
 		}
 	}
-	raw, err := objopen.Open(ctx, vf.Storage, vf.Bucket)
+	store, err := volume.OpenObjects(ctx, vf, nil)
 	if err != nil {
-		return fmt.Errorf("fsck: opening the object store (%s %s): %w", vf.Storage, vf.Bucket, err)
+		return fmt.Errorf("fsck: %w", err)
 	}
-	store := object.WithRetry(raw, 5, 0)
 	o := fsck.Options{Repair: f.repair, ZeroDamaged: f.zeroDamaged, VerifyData: !f.noVerify,
 		BlockSize: vf.BlockSize, Progress: &fsck.Progress{}, SizeOK: volume.StoredSizeOK(vf)}
 	if o.VerifyData {

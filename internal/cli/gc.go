@@ -14,8 +14,6 @@ import (
 	"shoal/internal/gc"
 	"shoal/internal/identity"
 	"shoal/internal/meta"
-	"shoal/internal/object"
-	"shoal/internal/object/objopen"
 	"shoal/internal/volume"
 )
 
@@ -83,13 +81,12 @@ func runGC(cmd *cobra.Command, metaURL string, f *gcFlags) error {
 		return err
 	}
 	defer eng.Close()
-	raw, err := objopen.Open(ctx, vf.Storage, vf.Bucket)
-	if err != nil {
-		return fmt.Errorf("gc: opening the object store (%s %s): %w", vf.Storage, vf.Bucket, err)
-	}
 	// Listing and deleting need no checksum wrapper; transient store
 	// failures are retried as the mount retries them.
-	store := object.WithRetry(raw, 5, 0)
+	store, err := volume.OpenObjects(ctx, vf, nil)
+	if err != nil {
+		return fmt.Errorf("gc: %w", err)
+	}
 	o := gc.Options{DryRun: f.dryRun, Grace: max(f.grace, time.Nanosecond),
 		DeleteFreed: f.deleteFreed, BlockSize: vf.BlockSize, Progress: &gc.Progress{}}
 	stop := trackGC(disp, o.Progress)

@@ -13,7 +13,6 @@ import (
 
 	"shoal/internal/backup"
 	"shoal/internal/meta"
-	"shoal/internal/object/objopen"
 	"shoal/internal/secret"
 	"shoal/internal/volume"
 )
@@ -190,9 +189,9 @@ func openDump(ctx context.Context, cmd *cobra.Command, file string, f *loadFlags
 
 // openBackupObject opens a backup object (or the newest) of a store.
 func openBackupObject(ctx context.Context, key string, f *loadFlags) (io.ReadCloser, int64, error) {
-	store, err := objopen.Open(ctx, f.storage, f.bucket)
+	store, err := volume.OpenStore(ctx, f.storage, f.bucket, nil)
 	if err != nil {
-		return nil, 0, fmt.Errorf("load: opening the object store (%s %s): %w", f.storage, secret.Mask(f.bucket), err)
+		return nil, 0, fmt.Errorf("load: %w", err)
 	}
 	if key == "latest" {
 		list, err := backup.List(ctx, store)

@@ -45,6 +45,7 @@ type mountOptions struct {
 	backupKeep      int
 	flushTimeout    time.Duration
 	deleteDelay     time.Duration
+	metricsAddr     string
 	secret          secretFlags
 	console         consoleFlags
 }
@@ -65,6 +66,7 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.IntVar(&o.backupKeep, "backup-keep", 24, "how many metadata backups to keep")
 	fl.DurationVar(&o.flushTimeout, "flush-timeout", 2*time.Minute, "how long close and fsync wait for an unreachable object store or engine before failing with EIO")
 	fl.DurationVar(&o.deleteDelay, "delete-delay", 30*time.Second, "how long the objects of freed data (deleted or overwritten files) are kept before this mount deletes them, so that reads on other mounts finish")
+	fl.StringVar(&o.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9567; off by default); 'shoal stats MOUNTPOINT' reads them")
 	fl.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the mount process to this file (for diagnosing slowness)")
 	o.bufferSize, o.cacheSize = 256<<20, 256<<20
 	fl.Var(sizeFlag{&o.bufferSize}, "buffer-size", "write buffer: unflushed bytes before writes wait for uploads")
@@ -130,11 +132,16 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 		}
 		defer stopProfile()
 	}
+	mm, err := listenMetrics(o.metricsAddr)
+	if err != nil {
+		return err
+	}
 	vol, err := volume.Open(ctx, metaURL, volume.Options{
-		Data:   data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
-		VFS:    vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout, DeleteDelay: o.deleteDelay},
-		Logger: logger,
-		Secret: o.secret.secret(),
+		Data:      data.Config{BufferSize: o.bufferSize, CacheSize: o.cacheSize},
+		VFS:       vfs.Config{Strict: o.strict, FlushTimeout: o.flushTimeout, DeleteDelay: o.deleteDelay},
+		Logger:    logger,
+		Secret:    o.secret.secret(),
+		StoreHook: mm.storeHook(),
 	})
 	if err != nil {
 		return DatabaseHint(err, metaURL)
@@ -148,14 +155,17 @@ func serve(ctx context.Context, metaURL, mp string, o mountOptions, ready *ready
 		_ = vol.Close(ctx)
 		return err
 	}
-	ops := &opstat.Recorder{}
+	ops := opstat.New(fusefs.OpNames(), mm.observer())
 	if err := vol.FS.BeginSession(ctx, sessionConfig(mp, o, ops)); err != nil {
 		_ = vol.Close(ctx)
 		return fmt.Errorf("registering the mount with the metadata engine: %w", err)
 	}
 	fsys := fusefs.New(vol.FS, fusefs.Options{
-		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger, Ops: ops,
+		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
+		Ops: ops,
 	})
+	stopMetrics := mm.serve(vol, mp, logger)
+	defer stopMetrics()
 	srv, err := fusefs.Mount(mp, fsys, fusefs.MountConfig{
 		FsName: "shoal:" + vol.Format.Name, AllowOther: o.allowOther, Debug: o.debug, Locks: vol.FS.Locking(),
 	})

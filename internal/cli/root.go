@@ -65,6 +65,7 @@ Start with 'shoal up' to create and mount the embedded default volume.`,
 		newQuotaCmd(),
 		newKeyCmd(),
 		newBenchCmd(),
+		newStatsCmd(),
 	)
 	return root
 }

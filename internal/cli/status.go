@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"shoal/internal/meta"
-	"shoal/internal/object/objopen"
 	"shoal/internal/volume"
 )
 
@@ -69,7 +68,7 @@ func measureCompression(ctx context.Context, f meta.Format) (*volume.Compression
 	if f.Compression == "" {
 		return nil, nil
 	}
-	raw, err := objopen.Open(ctx, f.Storage, f.Bucket)
+	raw, err := volume.OpenObjects(ctx, f, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func newServer(t *testing.T, token, reports string) (*Server, meta.Engine) {
 		t.Fatal(err)
 	}
 	eng.SetSessionReport(meta.SessionReport{Ops: 9, OpsPerSec: 3, Slow: []meta.SlowOp{
-		{Op: "fsync", Ino: 5, Duration: 20 * time.Millisecond}, {Op: "write", Ino: 6, Duration: 90 * time.Millisecond}}})
+		{Op: "fsync", Duration: 20 * time.Millisecond}, {Op: "write", Duration: 90 * time.Millisecond}}})
 	if err := eng.Heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}

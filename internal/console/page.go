@@ -27,6 +27,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"maxLat": func(ms []Mount) float64 {
 		return maxOf(ms, func(m Mount) float64 { return float64(m.Report.AvgLatency) })
 	},
+	"rate":  func(b float64) string { return humanBytes(uint64(b)) + "/s" },
 	"secs":  func(d time.Duration) string { return d.Round(100 * time.Millisecond).String() },
 	"float": func(d time.Duration) float64 { return float64(d) },
 	"when":  func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05") },

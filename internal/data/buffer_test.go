@@ -69,7 +69,6 @@ func TestWriteFailsWhenStuck(t *testing.T) {
 	fs := &failStore{Store: newMem()}
 	fs.failing.Store(true)
 	s := newTestStore(t, fs, Config{BlockSize: 4096, BufferSize: 64 << 10, IdleCommit: time.Hour})
-	s.backoff = time.Millisecond
 	e := newEngine(nil)
 	w := s.NewWriter(1, e.newID, e.committer(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

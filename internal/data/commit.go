@@ -147,10 +147,13 @@ func (w *Writer) Flush(ctx context.Context) error {
 		return errClosed
 	}
 	target := w.seq
+	// Failed uploads restart first, so that the uploads this Flush starts
+	// carry its generation: otherwise each would owe itself a second
+	// attempt on failure, a retry layer over the store's own.
+	w.retryFailed()
 	for _, s := range w.queue {
 		w.freeze(s)
 	}
-	w.retryFailed()
 	w.commitErr = nil
 	w.kickCommit()
 	for w.committed < target {

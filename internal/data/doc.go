@@ -56,7 +56,8 @@
 //     4 KiB random write costs 16 KiB, not 4 MiB, and sequential writes
 //     never copy a growing buffer).
 //  4. Seal every block the write completed and upload it in the
-//     background (Uploads at a time, retried with backoff). The slice id
+//     background (Uploads at a time, each tried once: the store beneath retries, see
+//     volume). The slice id
 //     is requested lazily by the first block to upload.
 //  5. A slice that reaches the chunk end freezes: its last partial block
 //     uploads, and it commits once all its blocks are stored. Slices idle

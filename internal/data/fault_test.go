@@ -19,7 +19,6 @@ func TestFaultsNeverLoseOrCorrupt(t *testing.T) {
 	faults := object.WithFaults(newMem())
 	stack := object.WithChecksum(object.WithRetry(faults, 2, time.Millisecond))
 	s := newTestStore(t, stack, Config{BlockSize: 8192, BufferSize: 512 << 10})
-	s.backoff = time.Millisecond
 	e := newEngine(nil)
 	w := s.NewWriter(1, e.newID, e.committer(1))
 	rng := rand.New(rand.NewPCG(5, 5))

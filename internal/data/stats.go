@@ -6,13 +6,14 @@ import "sync/atomic"
 type Stats struct {
 	BlocksPut     int64 // block objects stored
 	BytesPut      int64 // bytes in them
-	PutFailures   int64 // Put attempts that failed (each retry counts)
+	PutFailures   int64 // block uploads that failed (after the store's own retries)
 	BlocksFetched int64 // whole-block Gets
 	RangesFetched int64 // ranged Gets (small random reads)
 	BytesFetched  int64 // bytes received by both
 	CacheHits     int64 // block reads served from the cache
 	CacheMisses   int64 // block reads that went to the store
 	BufferUsed    int64 // write buffer bytes held now
+	BufferLimit   int64 // the write buffer's size (Config.BufferSize)
 	CacheUsed     int64 // read cache bytes held now
 }
 
@@ -36,6 +37,7 @@ func (s *Store) Stats() Stats {
 		CacheHits:     c.cacheHits.Load(),
 		CacheMisses:   c.cacheMisses.Load(),
 		BufferUsed:    s.Used(),
+		BufferLimit:   s.cfg.BufferSize,
 		CacheUsed:     s.cache.size(),
 	}
 }

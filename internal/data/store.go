@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -101,9 +100,6 @@ type Store struct {
 	cache    *cache
 	paints   sharedPaints // paintings of long lists under random reads
 
-	retries int           // Put attempts per block before reporting failure
-	backoff time.Duration // first retry delay; doubles per attempt
-
 	// verifyAfter is the age of stored blocks past which a slice's blocks
 	// are checked before its commit (see Writer.verify); half gc's
 	// default grace.
@@ -138,8 +134,6 @@ func New(objects object.Store, cfg Config) *Store {
 		uploads:     make(chan struct{}, cfg.Uploads),
 		fetches:     make(chan struct{}, cfg.Uploads),
 		cache:       newCache(cfg.CacheSize),
-		retries:     3,
-		backoff:     100 * time.Millisecond,
 		verifyAfter: 30 * time.Minute,
 		ctx:         ctx,
 		cancel:      cancel,
@@ -171,27 +165,6 @@ func (s *Store) Close() error {
 
 // BlockSize returns the bytes per block object this Store writes.
 func (s *Store) BlockSize() int { return s.cfg.BlockSize }
-
-// BlockKey names block index (of size bytes) of slice id:
-// "chunks/<id/1e6>/<id/1e3>/<id>_<index>_<size>". The two directory levels
-// keep listings of any one prefix small; the size in the name lets the
-// deleter enumerate a slice's keys from (id, size) alone and lets a reader
-// detect a short or oversized object without a Head.
-func BlockKey(id meta.SliceID, index int, size int) string {
-	// By hand rather than fmt.Sprintf: every block read names its key.
-	b := make([]byte, 0, 64)
-	b = append(b, "chunks/"...)
-	b = strconv.AppendUint(b, uint64(id/1_000_000), 10)
-	b = append(b, '/')
-	b = strconv.AppendUint(b, uint64(id/1_000), 10)
-	b = append(b, '/')
-	b = strconv.AppendUint(b, uint64(id), 10)
-	b = append(b, '_')
-	b = strconv.AppendInt(b, int64(index), 10)
-	b = append(b, '_')
-	b = strconv.AppendInt(b, int64(size), 10)
-	return string(b)
-}
 
 // BlockLen returns the size of block index of a slice of size bytes.
 func BlockLen(blockSize int, size uint32, index int) int {
@@ -227,17 +200,5 @@ func (s *Store) freezeAllWriters() {
 	s.regMu.Unlock()
 	for _, w := range ws {
 		w.freezeOpen()
-	}
-}
-
-// sleep waits d or until the Store closes; false if it closed.
-func (s *Store) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.ctx.Done():
-		return false
 	}
 }

@@ -97,34 +97,31 @@ func (w *Writer) sliceID(s *slice) (meta.SliceID, error) {
 	return id, nil
 }
 
-// put stores a block of size bytes read from a fresh newReader() per
-// attempt, retrying with exponential backoff. The error names the key.
-// readSoon marks objects likely to be read back soon (object.WithReadSoon).
+// put stores a block of size bytes read from newReader(), once: the
+// volume's object store retries transient failures itself (volume wires
+// object.WithRetry under every store), and a block that still fails is
+// kept and uploaded again by a later Flush (retryFailed). The error names
+// the key. readSoon marks objects likely to be read back soon
+// (object.WithReadSoon).
 func (s *Store) put(key string, newReader func() io.Reader, size int, readSoon bool) error {
 	ctx := s.ctx
 	if readSoon {
 		ctx = object.WithReadSoon(ctx)
 	}
-	delay := s.backoff
-	for attempt := 1; ; attempt++ {
-		select {
-		case s.uploads <- struct{}{}:
-		case <-s.ctx.Done():
-			return fmt.Errorf("put %s: %w", key, s.ctx.Err())
-		}
-		err := s.objects.Put(ctx, key, newReader(), int64(size))
-		<-s.uploads
-		if err == nil {
-			s.counters.blocksPut.Add(1)
-			s.counters.bytesPut.Add(int64(size))
-			return nil
-		}
-		s.counters.putFailures.Add(1)
-		if attempt >= s.retries || object.IsPermanent(err) || !s.sleep(delay) {
-			return fmt.Errorf("put %s: %w", key, err)
-		}
-		delay *= 2
+	select {
+	case s.uploads <- struct{}{}:
+	case <-s.ctx.Done():
+		return fmt.Errorf("put %s: %w", key, s.ctx.Err())
 	}
+	err := s.objects.Put(ctx, key, newReader(), int64(size))
+	<-s.uploads
+	if err != nil {
+		s.counters.putFailures.Add(1)
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	s.counters.blocksPut.Add(1)
+	s.counters.bytesPut.Add(int64(size))
+	return nil
 }
 
 // retryFailed restarts the upload of every block that failed for good.

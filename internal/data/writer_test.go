@@ -266,7 +266,6 @@ func TestWriterBufferRandomSmall(t *testing.T) {
 func TestWriterUploadFailureRetry(t *testing.T) {
 	fs := &failStore{Store: newMem()}
 	s := newTestStore(t, fs, Config{BlockSize: 4096})
-	s.backoff = time.Millisecond
 	e := newEngine(nil)
 	w := s.NewWriter(1, e.newID, e.committer(1))
 	data := pattern(5, 0, 10_000)

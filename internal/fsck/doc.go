@@ -9,8 +9,8 @@
 // CLI (internal/cli, "shoal fsck") opens the volume, draws progress and
 // prints. Import rules: fsck imports meta (types and the optional admin
 // interfaces), object (the store and its checksum wrapper), data (block
-// keys) and gc (key parsing); never an engine or backend package, vfs or
-// cli.
+// keys, encoded and parsed); never gc, an engine or backend package, vfs
+// or cli.
 //
 // # Steps
 //

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"shoal/internal/gc"
 	"shoal/internal/meta"
 	"shoal/internal/object"
 )
@@ -70,8 +69,14 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Count is a number of objects and their bytes, as gc counts them.
-type Count = gc.Count
+// Count is a number of objects and their bytes.
+type Count struct {
+	Objects int64 `json:"objects"`
+	Bytes   int64 `json:"bytes"`
+}
+
+// Add counts one object of size bytes.
+func (c *Count) Add(size int64) { c.Objects++; c.Bytes += size }
 
 // Kinds of block damage.
 const (

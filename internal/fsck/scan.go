@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"shoal/internal/data"
-	"shoal/internal/gc"
 	"shoal/internal/meta"
 	"shoal/internal/object"
 )
@@ -87,7 +86,7 @@ func (c *checker) list(ctx context.Context) error {
 // leaked or foreign.
 func (c *checker) classify(info object.Info) {
 	c.rep.Objects.Add(info.Size)
-	b, ok := gc.ParseKey(info.Key)
+	b, ok := data.ParseBlockKey(info.Key)
 	if !ok {
 		c.rep.Foreign.Add(info.Size)
 		return

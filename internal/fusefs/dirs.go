@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"time"
 
 	"shoal/internal/meta"
 	"shoal/internal/vfs"
@@ -10,7 +9,6 @@ import (
 
 // OpenDir implements fuse.RawFileSystem.
 func (fs *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	defer fs.observe("opendir", in.NodeId, time.Now())
 	fh, err := fs.vfs.Opendir(ctx(&in.InHeader), meta.Ino(in.NodeId))
 	if err != nil {
 		return fs.status("opendir", err)
@@ -21,7 +19,6 @@ func (fs *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 
 // ReadDir implements fuse.RawFileSystem.
 func (fs *FS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	defer fs.observe("readdir", in.NodeId, time.Now())
 	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, 0, func(e meta.DirEntry, next uint64) bool {
 		return out.AddDirEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type.ModeBits(), Off: next})
 	})
@@ -38,7 +35,6 @@ const plusEntrySize = 128 + 24 + 16
 // The kernel asks for it with the first page of a listing and while the
 // listed names are being looked up (READDIRPLUS_AUTO, see Mount).
 func (fs *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	defer fs.observe("readdirplus", in.NodeId, time.Now())
 	n := int(in.Size)/plusEntrySize + 1
 	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, n, func(e meta.DirEntry, next uint64) bool {
 		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type.ModeBits(), Off: next})

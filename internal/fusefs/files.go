@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"time"
 
 	"shoal/internal/meta"
 	"shoal/internal/vfs"
@@ -10,7 +9,6 @@ import (
 
 // Create implements fuse.RawFileSystem.
 func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	defer fs.observe("create", in.NodeId, time.Now())
 	e, res, err := fs.vfs.Create(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode, in.Flags)
 	if err != nil {
 		return fs.status("create", err)
@@ -22,7 +20,6 @@ func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out
 
 // Open implements fuse.RawFileSystem.
 func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	defer fs.observe("open", in.NodeId, time.Now())
 	res, err := fs.vfs.Open(ctx(&in.InHeader), meta.Ino(in.NodeId), in.Flags)
 	if err != nil {
 		return fs.status("open", err)
@@ -66,7 +63,6 @@ func fillOpen(res vfs.OpenResult, out *fuse.OpenOut) {
 
 // Read implements fuse.RawFileSystem.
 func (fs *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
-	defer fs.observe("read", in.NodeId, time.Now())
 	n, err := fs.vfs.Read(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, buf[:min(len(buf), int(in.Size))])
 	if err != nil {
 		return nil, fs.status("read", err)
@@ -76,7 +72,6 @@ func (fs *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.Re
 
 // Write implements fuse.RawFileSystem.
 func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	defer fs.observe("write", in.NodeId, time.Now())
 	n, err := fs.vfs.Write(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, data)
 	return uint32(n), fs.status("write", err)
 }
@@ -84,7 +79,6 @@ func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint
 // Flush implements fuse.RawFileSystem: close(2) returns after this. The
 // closing process's POSIX locks on the file go after the data is flushed.
 func (fs *FS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
-	defer fs.observe("flush", in.NodeId, time.Now())
 	st := fs.status("flush", fs.vfs.Flush(ctx(&in.InHeader), vfs.Fh(in.Fh)))
 	fs.releasePosix(in)
 	return st
@@ -92,13 +86,11 @@ func (fs *FS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 
 // Fsync implements fuse.RawFileSystem.
 func (fs *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	defer fs.observe("fsync", in.NodeId, time.Now())
 	return fs.status("fsync", fs.vfs.Fsync(ctx(&in.InHeader), vfs.Fh(in.Fh)))
 }
 
 // Release implements fuse.RawFileSystem.
 func (fs *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
-	defer fs.observe("release", in.NodeId, time.Now())
 	fs.releaseFlock(in)
 	fs.releaseOFD(in)
 	if err := fs.vfs.Release(ctx(&in.InHeader), vfs.Fh(in.Fh)); err != nil {
@@ -108,13 +100,11 @@ func (fs *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 
 // Fallocate implements fuse.RawFileSystem.
 func (fs *FS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
-	defer fs.observe("fallocate", in.NodeId, time.Now())
 	return fs.status("fallocate", fs.vfs.Fallocate(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Mode, in.Offset, in.Length))
 }
 
 // CopyFileRange implements fuse.RawFileSystem as a metadata-only clone.
 func (fs *FS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
-	defer fs.observe("copyfilerange", in.NodeId, time.Now())
 	length := min(in.Len, 1<<30) // the reply carries 32 bits; callers loop
 	n, err := fs.vfs.CopyFileRange(ctx(&in.InHeader), vfs.Fh(in.FhIn), in.OffIn, vfs.Fh(in.FhOut), in.OffOut, length)
 	return uint32(n), fs.status("copy_file_range", err)
@@ -123,7 +113,6 @@ func (fs *FS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (u
 // Lseek implements fuse.RawFileSystem for SEEK_DATA and SEEK_HOLE (the
 // kernel handles the other whences itself).
 func (fs *FS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
-	defer fs.observe("lseek", in.NodeId, time.Now())
 	off, err := fs.vfs.Lseek(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, int(in.Whence))
 	if err != nil {
 		return fs.status("lseek", err)

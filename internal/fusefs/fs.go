@@ -8,7 +8,6 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"shoal/internal/meta"
-	"shoal/internal/opstat"
 	"shoal/internal/vfs"
 )
 
@@ -18,9 +17,9 @@ type Options struct {
 	EntryTimeout    time.Duration // how long the kernel caches names
 	NegativeTimeout time.Duration // how long it caches "no such name"
 	Logger          *slog.Logger
-	// Ops, when set, counts every operation and keeps the slow ones for
-	// the mount's session report (shoal console).
-	Ops *opstat.Recorder
+	// Ops, when set, is told of every request (metered.go); nil costs
+	// nothing.
+	Ops Observer
 }
 
 // FS serves a vfs.FS over FUSE.
@@ -71,14 +70,6 @@ func ctx(h *fuse.InHeader) context.Context {
 func createCtx(h *fuse.InHeader, umask uint32) context.Context {
 	c := meta.Cred{Uid: h.Uid, Gid: h.Gid, Trusted: true, Umask: uint16(umask & 0o777)}
 	return meta.WithCred(context.Background(), c)
-}
-
-// observe records an operation that started at start, if Options.Ops is
-// set: deferred first thing by each operation.
-func (fs *FS) observe(op string, ino uint64, start time.Time) {
-	if fs.opts.Ops != nil {
-		fs.opts.Ops.Observe(op, ino, time.Since(start))
-	}
 }
 
 func (fs *FS) status(op string, err error) fuse.Status { return fs.errs.status(op, err) }

@@ -3,7 +3,6 @@ package fusefs
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -13,7 +12,6 @@ import (
 
 // GetLk implements fuse.RawFileSystem (F_GETLK, F_OFD_GETLK).
 func (fs *FS) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
-	defer fs.observe("getlk", in.NodeId, time.Now())
 	lk, err := fs.vfs.Getlk(ctx(&in.InHeader), vfs.Fh(in.Fh), meta.Ino(in.NodeId), in.Owner, fromFileLock(in.Lk))
 	if err != nil {
 		return fs.status("getlk", err)
@@ -24,14 +22,12 @@ func (fs *FS) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse
 
 // SetLk implements fuse.RawFileSystem (F_SETLK, flock with LOCK_NB).
 func (fs *FS) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
-	defer fs.observe("setlk", in.NodeId, time.Now())
 	return fs.setLock(ctx(&in.InHeader), in, false)
 }
 
 // SetLkw implements fuse.RawFileSystem (F_SETLKW, blocking flock). A
 // signal to the waiting process interrupts it (EINTR).
 func (fs *FS) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
-	defer fs.observe("setlkw", in.NodeId, time.Now())
 	c, stop := cancelable(ctx(&in.InHeader), cancel)
 	defer stop()
 	return fs.setLock(c, in, true)

@@ -62,7 +62,7 @@ func Mount(mountpoint string, fs *FS, cfg MountConfig) (*fuse.Server, error) {
 	if cfg.Debug {
 		opts.Logger = log.New(os.Stderr, "fuse: ", log.Lmicroseconds)
 	}
-	srv, err := fuse.NewServer(fs, mountpoint, opts)
+	srv, err := fuse.NewServer(fs.served(), mountpoint, opts)
 	if err != nil {
 		return nil, explainMountError(mountpoint, err)
 	}

@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"syscall"
-	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -13,7 +12,6 @@ import (
 // Lookup implements fuse.RawFileSystem; a missing name is cached by the
 // kernel for NegativeTimeout.
 func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.observe("lookup", h.NodeId, time.Now())
 	e, err := fs.vfs.Lookup(ctx(h), meta.Ino(h.NodeId), name)
 	if err == syscall.ENOENT && fs.opts.NegativeTimeout > 0 {
 		*out = fuse.EntryOut{}
@@ -33,7 +31,6 @@ func (fs *FS) Forget(nodeid, nlookup uint64) {}
 
 // GetAttr implements fuse.RawFileSystem.
 func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	defer fs.observe("getattr", in.NodeId, time.Now())
 	a, err := fs.vfs.Getattr(ctx(&in.InHeader), meta.Ino(in.NodeId))
 	if err != nil {
 		return fs.status("getattr", err)
@@ -45,7 +42,6 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Attr
 
 // SetAttr implements fuse.RawFileSystem.
 func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	defer fs.observe("setattr", in.NodeId, time.Now())
 	a, err := fs.vfs.Setattr(ctx(&in.InHeader), meta.Ino(in.NodeId), setattrRequest(in))
 	if err != nil {
 		return fs.status("setattr", err)
@@ -80,28 +76,24 @@ func setattrRequest(in *fuse.SetAttrIn) vfs.SetattrRequest {
 
 // Mknod implements fuse.RawFileSystem.
 func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.observe("mknod", in.NodeId, time.Now())
 	e, err := fs.vfs.Mknod(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode, in.Rdev)
 	return fs.entry("mknod", e, err, out)
 }
 
 // Mkdir implements fuse.RawFileSystem.
 func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.observe("mkdir", in.NodeId, time.Now())
 	e, err := fs.vfs.Mkdir(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode)
 	return fs.entry("mkdir", e, err, out)
 }
 
 // Symlink implements fuse.RawFileSystem.
 func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.observe("symlink", h.NodeId, time.Now())
 	e, err := fs.vfs.Symlink(ctx(h), meta.Ino(h.NodeId), name, target)
 	return fs.entry("symlink", e, err, out)
 }
 
 // Link implements fuse.RawFileSystem.
 func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.observe("link", in.NodeId, time.Now())
 	e, err := fs.vfs.Link(ctx(&in.InHeader), meta.Ino(in.Oldnodeid), meta.Ino(in.NodeId), name)
 	return fs.entry("link", e, err, out)
 }
@@ -116,7 +108,6 @@ func (fs *FS) entry(op string, e meta.Entry, err error, out *fuse.EntryOut) fuse
 
 // Readlink implements fuse.RawFileSystem.
 func (fs *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
-	defer fs.observe("readlink", h.NodeId, time.Now())
 	target, err := fs.vfs.Readlink(ctx(h), meta.Ino(h.NodeId))
 	if err != nil {
 		return nil, fs.status("readlink", err)
@@ -126,19 +117,16 @@ func (fs *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.S
 
 // Unlink implements fuse.RawFileSystem.
 func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	defer fs.observe("unlink", h.NodeId, time.Now())
 	return fs.status("unlink", fs.vfs.Unlink(ctx(h), meta.Ino(h.NodeId), name))
 }
 
 // Rmdir implements fuse.RawFileSystem.
 func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	defer fs.observe("rmdir", h.NodeId, time.Now())
 	return fs.status("rmdir", fs.vfs.Rmdir(ctx(h), meta.Ino(h.NodeId), name))
 }
 
 // Rename implements fuse.RawFileSystem (rename(2) and renameat2(2)).
 func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
-	defer fs.observe("rename", in.NodeId, time.Now())
 	return fs.status("rename", fs.vfs.Rename(ctx(&in.InHeader), meta.RenameRequest{
 		OldParent: meta.Ino(in.NodeId), OldName: oldName,
 		NewParent: meta.Ino(in.Newdir), NewName: newName, Flags: in.Flags,
@@ -147,13 +135,11 @@ func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName
 
 // Access implements fuse.RawFileSystem (used only without default_permissions).
 func (fs *FS) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
-	defer fs.observe("access", in.NodeId, time.Now())
 	return fs.status("access", fs.vfs.Access(ctx(&in.InHeader), meta.Ino(in.NodeId), in.Mask))
 }
 
 // StatFs implements fuse.RawFileSystem.
 func (fs *FS) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
-	defer fs.observe("statfs", h.NodeId, time.Now())
 	st, err := fs.vfs.Statfs(ctx(h), meta.Ino(h.NodeId))
 	if err != nil {
 		return fs.status("statfs", err)

@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"strings"
-	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -12,7 +11,6 @@ import (
 // GetXAttr implements fuse.RawFileSystem: with an empty dest it reports
 // the size; a too small dest is ERANGE.
 func (fs *FS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
-	defer fs.observe("getxattr", h.NodeId, time.Now())
 	v, err := fs.vfs.Getxattr(ctx(h), meta.Ino(h.NodeId), name)
 	if err != nil {
 		return 0, fs.status("getxattr", err)
@@ -22,7 +20,6 @@ func (fs *FS) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string, de
 
 // ListXAttr implements fuse.RawFileSystem.
 func (fs *FS) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
-	defer fs.observe("listxattr", h.NodeId, time.Now())
 	names, err := fs.vfs.Listxattr(ctx(h), meta.Ino(h.NodeId))
 	if err != nil {
 		return 0, fs.status("listxattr", err)
@@ -49,7 +46,6 @@ func copyOut(v, dest []byte) (uint32, fuse.Status) {
 // SETXATTR_EXT) that setting an access ACL clear setgid when the caller is
 // not in the file's group, which only it can tell.
 func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, value []byte) fuse.Status {
-	defer fs.observe("setxattr", in.NodeId, time.Now())
 	flags := in.Flags
 	if in.SetXAttrFlags&fuse.SETXATTR_ACL_KILL_SGID != 0 {
 		flags |= meta.XattrACLKillSgid
@@ -59,6 +55,5 @@ func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string,
 
 // RemoveXAttr implements fuse.RawFileSystem.
 func (fs *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	defer fs.observe("removexattr", h.NodeId, time.Now())
 	return fs.status("removexattr", fs.vfs.Removexattr(ctx(h), meta.Ino(h.NodeId), name))
 }

@@ -88,7 +88,7 @@ func (c *collector) confirm(ctx context.Context) error {
 	c.prog.Set("confirming", 0, 0)
 	sizes := map[meta.SliceID]int64{} // -1: not referenced
 	for _, info := range c.leaked {
-		if b, ok := ParseKey(info.Key); ok {
+		if b, ok := data.ParseBlockKey(info.Key); ok {
 			sizes[b.ID] = -1
 		}
 	}
@@ -104,7 +104,7 @@ func (c *collector) confirm(ctx context.Context) error {
 	}
 	kept := c.leaked[:0]
 	for _, info := range c.leaked {
-		b, _ := ParseKey(info.Key)
+		b, _ := data.ParseBlockKey(info.Key)
 		if size := sizes[b.ID]; size >= 0 && c.expected(uint32(size), b) {
 			c.rep.Reprieved++
 			continue
@@ -151,7 +151,7 @@ func (c *collector) deleteFreed(ctx context.Context) error {
 	failed := c.deleteAll(ctx, c.freedObjs, &c.rep.FreedDel)
 	bad := map[meta.SliceID]bool{}
 	for key := range failed {
-		b, _ := ParseKey(key)
+		b, _ := data.ParseBlockKey(key)
 		bad[b.ID] = true
 	}
 	ids := make([]meta.SliceID, 0, len(c.freed))

@@ -7,7 +7,7 @@
 //
 // It owns the collection algorithm and its report; the CLI (internal/cli,
 // "shoal gc") opens the volume and prints. Import rules: gc imports meta
-// (types, Engine, Scanner), object, data (BlockKey, DeleteSlice) and
+// (types, Engine, Scanner), object, data (BlockKey, ParseBlockKey, DeleteSlice) and
 // identity (bucket claims); never an engine or backend package, vfs or cli.
 //
 // # The race with live writers

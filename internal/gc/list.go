@@ -3,52 +3,13 @@ package gc
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"shoal/internal/data"
-	"shoal/internal/meta"
 	"shoal/internal/object"
 )
 
 // chunkPrefix is where block objects live (data.BlockKey).
-const chunkPrefix = "chunks/"
-
-// BlockRef is what a block key names.
-type BlockRef struct {
-	ID    meta.SliceID
-	Index int
-	Size  int
-}
-
-// ParseKey parses a block key made by data.BlockKey:
-// "chunks/<id/1e6>/<id/1e3>/<id>_<index>_<size>". ok is false for any
-// other key, including one whose directory levels do not match its id.
-func ParseKey(key string) (BlockRef, bool) {
-	rest, ok := strings.CutPrefix(key, chunkPrefix)
-	if !ok {
-		return BlockRef{}, false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 {
-		return BlockRef{}, false
-	}
-	fields := strings.Split(parts[2], "_")
-	if len(fields) != 3 {
-		return BlockRef{}, false
-	}
-	id, err1 := strconv.ParseUint(fields[0], 10, 64)
-	index, err2 := strconv.Atoi(fields[1])
-	size, err3 := strconv.Atoi(fields[2])
-	if err1 != nil || err2 != nil || err3 != nil || id == 0 || index < 0 || size <= 0 {
-		return BlockRef{}, false
-	}
-	b := BlockRef{ID: meta.SliceID(id), Index: index, Size: size}
-	if data.BlockKey(b.ID, b.Index, b.Size) != key {
-		return BlockRef{}, false // non-canonical: leading zeros, wrong levels
-	}
-	return b, true
-}
+const chunkPrefix = data.BlockPrefix
 
 // list pages through the block objects and classifies each.
 func (c *collector) list(ctx context.Context) error {
@@ -69,7 +30,7 @@ func (c *collector) list(ctx context.Context) error {
 // young or foreign.
 func (c *collector) classify(info object.Info) {
 	c.rep.Objects.Add(info.Size)
-	b, ok := ParseKey(info.Key)
+	b, ok := data.ParseBlockKey(info.Key)
 	if !ok {
 		c.rep.Foreign.Add(info.Size)
 		c.sample(&c.rep.Foreigners, info.Key)
@@ -103,6 +64,6 @@ func (c *collector) classify(info object.Info) {
 }
 
 // expected reports whether b is one of the blocks of a slice of size bytes.
-func (c *collector) expected(size uint32, b BlockRef) bool {
+func (c *collector) expected(size uint32, b data.BlockRef) bool {
 	return b.Index < data.BlockCount(c.o.BlockSize, size) && b.Size == data.BlockLen(c.o.BlockSize, size, b.Index)
 }

@@ -19,6 +19,13 @@ type SessionReport struct {
 	Ops        uint64        `json:"ops"`
 	OpsPerSec  float64       `json:"ops_per_sec"`
 	AvgLatency time.Duration `json:"avg_latency"`
+	// ReadBytes and WrittenBytes count the bytes applications read and
+	// wrote through the mount since it started; the rates are over the
+	// last interval, in bytes per second.
+	ReadBytes     uint64  `json:"read_bytes"`
+	WrittenBytes  uint64  `json:"written_bytes"`
+	ReadPerSec    float64 `json:"read_per_sec"`
+	WrittenPerSec float64 `json:"written_per_sec"`
 	// OpenFiles counts the inodes the mount holds open; LockedInodes
 	// lists (up to a few dozen of) those it holds locks on.
 	OpenFiles    int      `json:"open_files"`
@@ -30,10 +37,10 @@ type SessionReport struct {
 
 // SlowOp is one slow operation a mount served.
 type SlowOp struct {
-	Op       string        `json:"op"`
-	Ino      uint64        `json:"ino"`
+	Op       string        `json:"op"` // the FUSE operation: "write", "fsync", ...
 	Duration time.Duration `json:"duration"`
 	At       time.Time     `json:"at"`
+	Failed   bool          `json:"failed,omitempty"` // answered with an error
 }
 
 // SessionReporter is an optional capability of an engine with Sessions:

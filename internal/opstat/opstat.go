@@ -19,32 +19,82 @@ const (
 	Window = 10 * time.Minute
 )
 
-// Recorder counts operations and keeps the slowest recent ones. The zero
-// value is ready; all methods are safe for concurrent use.
-type Recorder struct {
-	ops   atomic.Uint64
-	nanos atomic.Int64
-	// floor is the duration an operation must reach to enter the slow
-	// list: MinSlow, or the fastest kept while the list is full.
-	floor atomic.Int64
-
-	mu       sync.Mutex
-	slow     []meta.SlowOp // slowest first
-	lastAt   time.Time
-	lastOps  uint64
-	lastNano int64
+// Observer is what the FUSE adaptor tells of every request (it has the
+// method set of fusefs.Observer, which opstat may not import).
+type Observer interface {
+	Op(op int, d time.Duration, failed bool)
+	Read(n int)
+	Written(n int)
 }
 
-// Observe records one operation of kind op on inode ino that took d.
-func (r *Recorder) Observe(op string, ino uint64, d time.Duration) {
+// Recorder counts operations and bytes and keeps the slowest recent
+// operations. All methods are safe for concurrent use.
+type Recorder struct {
+	names []string // operation names by number
+	next  Observer // also told of every request (the metrics), or nil
+
+	ops     atomic.Uint64
+	nanos   atomic.Int64
+	read    atomic.Uint64
+	written atomic.Uint64
+	// floor is the duration an operation must pass to enter the slow
+	// list: 0 while it has room, else the fastest one kept.
+	floor atomic.Int64
+
+	mu   sync.Mutex
+	slow []meta.SlowOp // slowest first
+	last mark          // the totals at the previous Report
+}
+
+// mark is the totals at one Report, from which the next one's rates are
+// computed.
+type mark struct {
+	at                 time.Time
+	ops, read, written uint64
+	nanos              int64
+}
+
+var _ Observer = (*Recorder)(nil)
+
+// New returns a Recorder of operations named by names (indexed by the
+// numbers Op receives) that passes every request on to next (nil: none).
+func New(names []string, next Observer) *Recorder {
+	return &Recorder{names: names, next: next}
+}
+
+// Op records one request of operation op that took d.
+func (r *Recorder) Op(op int, d time.Duration, failed bool) {
+	if r.next != nil {
+		r.next.Op(op, d, failed)
+	}
 	r.ops.Add(1)
 	r.nanos.Add(int64(d))
 	if d < MinSlow || int64(d) <= r.floor.Load() {
 		return
 	}
+	name := "op"
+	if op >= 0 && op < len(r.names) {
+		name = r.names[op]
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.insert(meta.SlowOp{Op: op, Ino: ino, Duration: d, At: time.Now()})
+	r.insert(meta.SlowOp{Op: name, Duration: d, At: time.Now(), Failed: failed})
+}
+
+// Read records n bytes returned by a read.
+func (r *Recorder) Read(n int) {
+	if r.next != nil {
+		r.next.Read(n)
+	}
+	r.read.Add(uint64(n))
+}
+
+// Written records n bytes accepted by a write.
+func (r *Recorder) Written(n int) {
+	if r.next != nil {
+		r.next.Written(n)
+	}
+	r.written.Add(uint64(n))
 }
 
 // insert adds s to the slow list, dropping the fastest beyond Keep.
@@ -69,21 +119,25 @@ func (r *Recorder) updateFloor() {
 	r.floor.Store(int64(r.slow[len(r.slow)-1].Duration))
 }
 
-// Report returns the counters as of now: the total, the rate and mean
-// latency since the previous Report (or since the first operation), and
-// the slow operations of the last Window.
+// Report returns the totals as of now, the rates and mean latency since
+// the previous Report (no rates on the first), and the slow operations of
+// the last Window.
 func (r *Recorder) Report(now time.Time) meta.SessionReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ops, nanos := r.ops.Load(), r.nanos.Load()
-	rep := meta.SessionReport{At: now, Ops: ops}
-	if n := ops - r.lastOps; n > 0 {
-		rep.AvgLatency = time.Duration((nanos - r.lastNano) / int64(n))
-		if !r.lastAt.IsZero() && now.After(r.lastAt) {
-			rep.OpsPerSec = float64(n) / now.Sub(r.lastAt).Seconds()
-		}
+	cur := mark{at: now, ops: r.ops.Load(), read: r.read.Load(), written: r.written.Load(), nanos: r.nanos.Load()}
+	rep := meta.SessionReport{At: now, Ops: cur.ops, ReadBytes: cur.read, WrittenBytes: cur.written}
+	prev := r.last
+	if n := cur.ops - prev.ops; n > 0 {
+		rep.AvgLatency = time.Duration((cur.nanos - prev.nanos) / int64(n))
 	}
-	r.lastAt, r.lastOps, r.lastNano = now, ops, nanos
+	if !prev.at.IsZero() && now.After(prev.at) {
+		secs := now.Sub(prev.at).Seconds()
+		rep.OpsPerSec = float64(cur.ops-prev.ops) / secs
+		rep.ReadPerSec = float64(cur.read-prev.read) / secs
+		rep.WrittenPerSec = float64(cur.written-prev.written) / secs
+	}
+	r.last = cur
 	r.slow = slices.DeleteFunc(r.slow, func(s meta.SlowOp) bool { return now.Sub(s.At) > Window })
 	r.updateFloor()
 	rep.Slow = slices.Clone(r.slow)

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"shoal/internal/meta"
@@ -24,6 +25,9 @@ type cleaner struct {
 	fs    *FS
 	first map[meta.SliceID]time.Time
 	held  string // the last reason deletes were held, logged once
+	// backlog is len(first) after the last tick: freed slices waiting
+	// (Stats reads it from other goroutines).
+	backlog atomic.Int64
 }
 
 // cleanWindow is how many freed slices one tick looks at.
@@ -65,6 +69,7 @@ func (c *cleaner) clean(ctx context.Context, now time.Time) error {
 		}
 	}
 	c.first = seen
+	defer func() { c.backlog.Store(int64(len(c.first))) }()
 	if len(ripe) == 0 || !c.mayDelete(ctx) {
 		return nil
 	}

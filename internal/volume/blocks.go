@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"shoal/internal/gc"
+	"shoal/internal/data"
 	"shoal/internal/meta"
 	"shoal/internal/object"
 )
@@ -120,7 +120,7 @@ func MeasureCompression(ctx context.Context, raw object.Store, most int) (Compre
 		}
 		listed += len(page)
 		for _, info := range page {
-			if b, ok := gc.ParseKey(info.Key); ok {
+			if b, ok := data.ParseBlockKey(info.Key); ok {
 				u.Objects++
 				u.Data += int64(b.Size)
 				u.Stored += info.Size

@@ -20,6 +20,12 @@
 // ids far from its source's, the dump's orphans purged, its claim
 // written, and with LoadReplace the source's claim released).
 //
+// Object stores (objects.go): OpenStore is the one way any command opens a
+// volume's object store: the backend (objopen), an optional StoreHook (a
+// mount's metrics) and the one retry policy, object.WithRetry with
+// StoreAttempts and StoreBackoff. Neither the S3 client nor the data layer
+// retries a request on its own.
+//
 // Encryption at rest (crypt.go): an encrypted volume's settings hold its
 // data key wrapped (internal/keyring). Open unwraps it with
 // Options.Secret, refusing a wrong secret before any object is read, and

@@ -196,6 +196,7 @@ func checkStore(ctx context.Context, f meta.Format) (object.Store, error) {
 			return nil, err
 		}
 	}
+	s = retrying(s, nil)
 	key := "probe/format-" + f.UUID
 	payload := []byte("shoal format probe")
 	if err := s.Put(ctx, key, bytes.NewReader(payload), int64(len(payload))); err != nil {

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"time"
 
 	"shoal/internal/identity"
 	"shoal/internal/meta"
 	"shoal/internal/object"
-	"shoal/internal/object/objopen"
 )
 
 // LoadMode says what a volume restored from a dump is to its source.
@@ -71,11 +69,10 @@ func Adopt(ctx context.Context, eng meta.Engine, mode LoadMode) (Adopted, error)
 		return a, fmt.Errorf("giving the loaded volume its own uuid: %w", err)
 	}
 	a.Format = f
-	store, err := objopen.Open(ctx, f.Storage, f.Bucket)
+	store, err := OpenObjects(ctx, f, nil)
 	if err != nil {
-		return a, fmt.Errorf("opening the volume's object store (%s %s): %w", f.Storage, f.Bucket, err)
+		return a, err
 	}
-	store = object.WithRetry(store, 5, 100*time.Millisecond)
 	if err := claimLoaded(ctx, store, src, f, mode); err != nil {
 		return a, err
 	}

@@ -15,7 +15,6 @@ import (
 	"shoal/internal/meta/kv/kvopen"
 	"shoal/internal/meta/kvmeta"
 	"shoal/internal/object"
-	"shoal/internal/object/objopen"
 	"shoal/internal/secret"
 	"shoal/internal/vfs"
 )
@@ -26,6 +25,9 @@ type Options struct {
 	VFS    vfs.Config
 	Logger *slog.Logger
 	Secret Secret // the secret of an encrypted volume (unused on a plain one)
+	// StoreHook wraps the object store's backend under the retries
+	// (OpenStore); mounts hook their metrics in here.
+	StoreHook StoreHook
 }
 
 // Volume is an opened volume with all its layers.
@@ -109,16 +111,15 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	if err != nil {
 		return nil, err
 	}
-	objects, err := objopen.Open(ctx, f.Storage, f.Bucket)
-	if err != nil {
-		_ = eng.Close()
-		return nil, fmt.Errorf("opening the volume's object store (%s %s): %w", f.Storage, f.Bucket, err)
-	}
 	// Retries sit under the checksums (or the seals of an encrypted
 	// volume): a block is verified as it arrives from whichever attempt
 	// delivered it. Every plain volume checksums its blocks
 	// (docs/format.md); BlockStore adds compression and encryption.
-	plain := object.WithRetry(objects, 5, 100*time.Millisecond)
+	plain, err := OpenObjects(ctx, f, opts.StoreHook)
+	if err != nil {
+		_ = eng.Close()
+		return nil, fmt.Errorf("volume %q: %w", f.Name, err)
+	}
 	claims, err := identity.Check(ctx, plain, f)
 	if err != nil {
 		_ = eng.Close()
@@ -132,7 +133,8 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 		_ = eng.Close()
 		return nil, err
 	}
-	if objects, err = BlockStore(plain, f, dataKey); err != nil {
+	objects, err := BlockStore(plain, f, dataKey)
+	if err != nil {
 		_ = eng.Close()
 		return nil, err
 	}

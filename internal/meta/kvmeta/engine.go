@@ -38,7 +38,8 @@ type Engine struct {
 	// read without the lock by every operation's quota check.
 	capacity, inodeLimit atomic.Uint64
 
-	chunks chunkCache // decoded slice lists (version 2 volumes)
+	chunks chunkCache  // decoded slice lists (version 2 volumes)
+	txns   txnCounters // transaction counters (txnstats.go)
 	// qdirs is the set of directories with a quota (nil: none), see
 	// dirquota.go.
 	qdirs atomic.Pointer[map[meta.Ino]bool]
@@ -162,6 +163,7 @@ type chunkRef struct {
 // update runs fn in one read-write kv transaction; dirty attributes are
 // written when fn succeeds, and usage deltas are published after commit.
 func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
+	started := time.Now()
 	var done *txn
 	var attempts []*txn // their chunk cache claims end with the call
 	err := e.store.Txn(ctx, func(tx kv.Tx) error {
@@ -194,6 +196,7 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		e.release(t)
 		t.releaseClaims()
 	}
+	e.txns.update(time.Since(started), len(attempts), err)
 	if err == nil {
 		e.flushEarly(ctx)
 	}
@@ -202,11 +205,14 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 
 // view runs fn in one read-only kv transaction.
 func (e *Engine) view(ctx context.Context, fn func(t *txn) error) error {
-	return e.store.View(ctx, func(tx kv.Tx) error {
+	started := time.Now()
+	err := e.store.View(ctx, func(tx kv.Tx) error {
 		t := newTxn(ctx, tx)
 		e.useChunkCache(t)
 		return fn(t)
 	})
+	e.txns.view(time.Since(started))
+	return err
 }
 
 // useChunkCache turns on appended chunk keys and the chunk cache for a

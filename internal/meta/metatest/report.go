@@ -28,7 +28,7 @@ func testSessionReport(t *testing.T, v *env) {
 		t.Fatal(err)
 	}
 	rep := meta.SessionReport{Ops: 42, OpsPerSec: 2.5, AvgLatency: time.Millisecond, OpenFiles: 3,
-		LockedInodes: []uint64{7}, Slow: []meta.SlowOp{{Op: "write", Ino: 7, Duration: time.Second}}}
+		LockedInodes: []uint64{7}, Slow: []meta.SlowOp{{Op: "write", Duration: time.Second}}}
 	v.e.(meta.SessionReporter).SetSessionReport(rep)
 	if got := sessionReport(t, v, s, id); got != nil {
 		t.Fatalf("the report was stored before a heartbeat: %+v", got)

@@ -15,7 +15,7 @@ import (
 // Defaults for Config fields left zero.
 const (
 	DefaultTimeout    = 60 * time.Second
-	DefaultMaxRetries = 3
+	DefaultMaxRetries = 1 // none: object.WithRetry above is the one retry policy
 )
 
 // Config says which bucket to use and how to reach it.
@@ -41,7 +41,8 @@ type Config struct {
 	AccessKey, SecretKey, SessionToken string
 	// Timeout bounds each call, including minio-go's retries (default 60 s).
 	Timeout time.Duration
-	// MaxRetries is minio-go's retry count per call (default 3; 1 = none).
+	// MaxRetries is minio-go's attempt count per call (default 1: no
+	// retries here; volumes retry through object.WithRetry, see volume).
 	MaxRetries int
 	// CreateBucket lets Check create the bucket when it is missing.
 	CreateBucket bool

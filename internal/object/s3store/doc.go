@@ -35,12 +35,12 @@
 // HeadObject; Delete: DeleteObject; List: ListObjectsV2 with prefix and
 // start-after, paged by up to 1000 keys). Every call is bounded by
 // Config.Timeout (default 60 s), which for Get covers reading the body and
-// ends at Close. Inside that bound minio-go retries network errors and
-// 5xx/408/429 answers up to Config.MaxRetries times (default 3, backoff
-// 200 ms doubling, capped at 1 s); it needs to replay the body, so Put reads
-// bodies up to 16 MiB into memory first, which also means a body reader
-// that fails is noticed before anything is sent. Retries over longer
-// outages belong to object.WithRetry above this store.
+// ends at Close. minio-go itself makes Config.MaxRetries attempts (default
+// 1: it does not retry, so one failed request is one error the layers above
+// see and count); retries belong to object.WithRetry above this store, the
+// one retry policy volumes wire (volume.OpenStore). Put reads bodies up to
+// 16 MiB into memory first, which also means a body reader that fails is
+// noticed before anything is sent.
 //
 // Error mapping: NoSuchKey → object.ErrNotExist; other 4xx answers (bad
 // credentials, missing bucket, access denied) are marked object.Permanent

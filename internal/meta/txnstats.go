@@ -1,0 +1,26 @@
+package meta
+
+import "time"
+
+// TxnStats are an engine's transaction counters since it was opened, for
+// metrics: how many operations ran, how many of them had to run again
+// (a conflict with another client, or a store briefly unreachable), and
+// the time they took, retries included.
+type TxnStats struct {
+	Updates    int64         // read-write transactions run (one per changing operation)
+	Views      int64         // read-only transactions run
+	Retries    int64         // extra attempts of read-write transactions
+	Conflicts  int64         // read-write transactions that gave up still conflicting
+	Failed     int64         // read-write transactions that returned any error
+	UpdateTime time.Duration // total time in read-write transactions
+	ViewTime   time.Duration // total time in read-only transactions
+	// RetryTime is the total time of the read-write transactions that
+	// needed more than one attempt (their whole time, first attempt too).
+	RetryTime time.Duration
+}
+
+// TxnCounter is implemented by engines that count their transactions
+// (kvmeta.Engine).
+type TxnCounter interface {
+	TxnStats() TxnStats
+}
