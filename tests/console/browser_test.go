@@ -44,13 +44,15 @@ type page struct {
 	sessions                          []uint64 // data-session of the mount rows
 	ops                               []uint64 // data-ops of the mount rows that have a report
 	mountpoints                       []string
-	jobs                              []string // data-job of the maintenance rows
+	jobs                              []string                 // data-job of the maintenance rows
+	slow                              map[string]time.Duration // slowest shown per operation
 	dom                               string
 }
 
 var (
 	valueRe      = regexp.MustCompile(`id="([a-z-]+)" data-value="(\d+)"`)
 	mountRowRe   = regexp.MustCompile(`class="mount" data-session="(\d+)" data-host="[^"]*" data-mountpoint="([^"]*)"`)
+	slowRe       = regexp.MustCompile(`class="slow" data-op="([a-z_]+)" data-ns="(\d+)"`)
 	opsRe        = regexp.MustCompile(`class="num ops" data-ops="(\d+)"`)
 	runRowRe     = regexp.MustCompile(`class="run" data-job="([a-z]+)"`)
 	consoleURLRe = regexp.MustCompile(`at (http://[0-9.:]+/)`)
@@ -78,6 +80,11 @@ func parsePage(t *testing.T, dom string) page {
 	for _, m := range opsRe.FindAllStringSubmatch(dom, -1) {
 		n, _ := strconv.ParseUint(m[1], 10, 64)
 		p.ops = append(p.ops, n)
+	}
+	p.slow = map[string]time.Duration{}
+	for _, m := range slowRe.FindAllStringSubmatch(dom, -1) {
+		ns, _ := strconv.ParseInt(m[2], 10, 64)
+		p.slow[m[1]] = max(p.slow[m[1]], time.Duration(ns))
 	}
 	for _, m := range runRowRe.FindAllStringSubmatch(dom, -1) {
 		p.jobs = append(p.jobs, m[1])

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"shoal/internal/testutil"
 	"shoal/tests/isolate"
 )
@@ -53,6 +55,7 @@ func testConsole(t *testing.T, v *testutil.Volume) {
 	for i := range 20 {
 		must(t, os.WriteFile(m1.Path(fmt.Sprintf("f%d", i)), make([]byte, 10_000+i), 0o644))
 	}
+	waitForLock(t, m1.Path("f0"), 300*time.Millisecond)
 	time.Sleep(2500 * time.Millisecond) // the mount's usage counters reach the engine about once a second
 	checkMatchesStatus(t, url, v.MetaURL)
 	// The mount serves the same console.
@@ -61,9 +64,14 @@ func testConsole(t *testing.T, v *testutil.Volume) {
 		t.Errorf("the mount's console shows %d inodes, mounts %v; shoal console %d, %v", p.usedInodes, p.sessions, q.usedInodes, q.sessions)
 	}
 	// The mount publishes its operations with its heartbeats: the 20
-	// creates and writes are in its report by now.
-	if p := parsePage(t, dumpDOM(t, url)); len(p.ops) != 1 || p.ops[0] < 40 {
+	// creates and writes are in its report by now, and the lock wait is
+	// its slowest operation.
+	p := parsePage(t, dumpDOM(t, url))
+	if len(p.ops) != 1 || p.ops[0] < 40 {
 		t.Errorf("the mount's report shows %v operations, want one report of at least 40", p.ops)
+	}
+	if d := p.slow["setlkw"]; d < 300*time.Millisecond || d > time.Minute {
+		t.Errorf("slow operations shown: %v; want the lock wait (setlkw) of at least 300 ms", p.slow)
 	}
 
 	second := filepath.Join(v.Dir, "mnt2")
@@ -98,6 +106,24 @@ func testConsole(t *testing.T, v *testutil.Volume) {
 		t.Fatalf("after unmounting, the page still shows %d mounts: %v", p.mountCount, p.mountpoints)
 	}
 	checkReclaim(t, v, url, token, m1)
+}
+
+// waitForLock makes one slow operation on the mount: a blocking flock
+// that waits hold for another descriptor's lock.
+func waitForLock(t *testing.T, path string, hold time.Duration) {
+	t.Helper()
+	holder, err := os.Open(path)
+	must(t, err)
+	defer holder.Close()
+	waiter, err := os.Open(path)
+	must(t, err)
+	defer waiter.Close()
+	must(t, unix.Flock(int(holder.Fd()), unix.LOCK_EX))
+	got := make(chan error, 1)
+	go func() { got <- unix.Flock(int(waiter.Fd()), unix.LOCK_EX) }()
+	time.Sleep(hold)
+	must(t, unix.Flock(int(holder.Fd()), unix.LOCK_UN))
+	must(t, <-got)
 }
 
 // checkMatchesStatus compares the page's figures with `status --json`
