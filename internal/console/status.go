@@ -157,7 +157,12 @@ func (s *Server) mounts(ctx context.Context, now time.Time) ([]Mount, error) {
 	return out, err
 }
 
-// slowOps merges the mounts' slow operations, slowest first.
+// maxSlowShown bounds the slow operations listed (each mount reports up
+// to opstat.Keep).
+const maxSlowShown = 15
+
+// slowOps merges the mounts' slow operations, slowest first, up to
+// maxSlowShown.
 func slowOps(mounts []Mount) []SlowOp {
 	out := []SlowOp{}
 	for _, m := range mounts {
@@ -169,7 +174,7 @@ func slowOps(mounts []Mount) []SlowOp {
 		}
 	}
 	slices.SortFunc(out, func(a, b SlowOp) int { return cmp.Compare(b.Duration, a.Duration) })
-	return out
+	return out[:min(len(out), maxSlowShown)]
 }
 
 func (s *Server) runs(ctx context.Context) ([]meta.RunRecord, error) {
