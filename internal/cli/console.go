@@ -81,7 +81,7 @@ func (c *consoleFlags) open(eng meta.Engine, f meta.Format, logger *slog.Logger)
 	}
 	ln, err := console.Listen(c.listen)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, withCode(ExitUsage, err) // as --metrics: a taken or bad address
 	}
 	srv := console.New(console.Config{Engine: eng, Format: f, ReportsDir: c.reports, Token: tok, Logger: logger})
 	return srv, ln, nil
