@@ -136,3 +136,25 @@ func TestReports(t *testing.T) {
 		t.Errorf("listReports = %+v", got)
 	}
 }
+
+// aheadEngine is an engine whose clock runs an hour ahead of the console's.
+type aheadEngine struct{ *kvmeta.Engine }
+
+func (e aheadEngine) EngineNow(ctx context.Context) (time.Time, error) {
+	now, err := e.Engine.EngineNow(ctx)
+	return now.Add(time.Hour), err
+}
+
+// TestHeartbeatAgeOnEngineClock checks that a heartbeat's age is read on
+// the engine's clock, as reclaimers read it, not on the console's.
+func TestHeartbeatAgeOnEngineClock(t *testing.T) {
+	s, eng := newServer(t, "", "")
+	s.cfg.Engine = aheadEngine{eng.(*kvmeta.Engine)}
+	st, err := s.collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.Mounts[0]; !m.Dead || m.HeartbeatAge < 59*time.Minute {
+		t.Fatalf("a session silent for an hour on the engine's clock shows age %v, dead %v", m.HeartbeatAge, m.Dead)
+	}
+}

@@ -7,7 +7,9 @@
 //     used against the limits it was formatted with, and each directory
 //     quota;
 //   - every live mount (meta.Sessions): host, version, uptime, heartbeat
-//     age, and what it last published with its heartbeat
+//     age (on the engine's clock, meta.EngineClock, as reclaimers judge
+//     it; "dead" past the session's own timeout), and what it last
+//     published with its heartbeat
 //     (meta.SessionReport: ops/s, mean latency, open files, locked
 //     inodes, its slowest recent operations, see package opstat);
 //   - the last fsck, gc and backup runs (meta.RunLog);

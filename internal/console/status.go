@@ -61,7 +61,9 @@ type Quota struct {
 // Mount is one live client session and what it last reported.
 type Mount struct {
 	meta.SessionInfo
-	// Uptime and HeartbeatAge are measured on the console's clock.
+	// Uptime is measured on the console's clock (from the mount's own
+	// start time), HeartbeatAge on the engine's (meta.EngineClock), as
+	// the reclaimers judge it.
 	Uptime       time.Duration `json:"uptime"`
 	HeartbeatAge time.Duration `json:"heartbeat_age"`
 	// Dead: silent for longer than its own timeout; any mount reclaims
@@ -148,13 +150,24 @@ func (s *Server) mounts(ctx context.Context, now time.Time) ([]Mount, error) {
 		return out, nil
 	}
 	list, err := ss.ListSessions(ctx)
+	if err != nil {
+		return out, err
+	}
+	engineNow := now
+	if c, ok := s.cfg.Engine.(meta.EngineClock); ok {
+		if engineNow, err = c.EngineNow(ctx); err != nil {
+			return out, err
+		}
+	}
 	for _, si := range list {
-		m := Mount{SessionInfo: si, Uptime: now.Sub(si.Started), HeartbeatAge: now.Sub(si.Heartbeat)}
+		// Heartbeats are stamped on the engine's clock, so their age is
+		// read on it too; Started is the mount's own clock.
+		m := Mount{SessionInfo: si, Uptime: now.Sub(si.Started), HeartbeatAge: engineNow.Sub(si.Heartbeat)}
 		timeout := cmp.Or(si.Timeout, meta.LegacySessionTimeout)
 		m.Dead = m.HeartbeatAge > timeout
 		out = append(out, m)
 	}
-	return out, err
+	return out, nil
 }
 
 // maxSlowShown bounds the slow operations listed (each mount reports up

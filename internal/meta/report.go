@@ -71,3 +71,11 @@ type RunLog interface {
 	// Runs returns the last record of every job that ran, by job name.
 	Runs(ctx context.Context) ([]RunRecord, error)
 }
+
+// EngineClock is an optional capability of an engine with Sessions: the
+// engine's own clock, on which session heartbeats are stamped, so that a
+// reader (the console) judges heartbeat ages as reclaimers do, whatever
+// its own clock says.
+type EngineClock interface {
+	EngineNow(ctx context.Context) (time.Time, error)
+}

@@ -51,6 +51,7 @@ import (
 var (
 	_ meta.Sessions        = (*Engine)(nil)
 	_ meta.SessionReporter = (*Engine)(nil)
+	_ meta.EngineClock     = (*Engine)(nil)
 )
 
 // sessionRecord is the stored form of a session.
@@ -120,6 +121,10 @@ func (e *Engine) engineNow(ctx context.Context) (time.Time, error) {
 	now, err := kv.Now(ctx, e.store)
 	return now.UTC(), err
 }
+
+// EngineNow reads the engine's clock (kv.Now), the one session times
+// are on.
+func (e *Engine) EngineNow(ctx context.Context) (time.Time, error) { return e.engineNow(ctx) }
 
 // localNow is this client's wall clock (Options.ClockSkew applied), for
 // what it says of itself: SessionInfo.Started.
