@@ -149,6 +149,9 @@ func Run(ctx context.Context, eng meta.Engine, store object.Store, interval time
 		wait = interval
 		start := time.Now()
 		key, err := Once(ctx, eng, store)
+		if ctx.Err() == nil {
+			recordRun(eng, start, key, err, logger)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -161,6 +164,25 @@ func Run(ctx context.Context, eng meta.Engine, store object.Store, interval time
 			logger.Warn("pruning old metadata backups failed", "err", err)
 		}
 		logger.Info("metadata backup stored", "key", key, "took", time.Since(start).Round(time.Millisecond), "pruned", pruned)
+	}
+}
+
+// recordRun stores the backup's outcome in the engine (meta.RunLog), for
+// `shoal console`: one small write per backup.
+func recordRun(eng meta.Engine, start time.Time, key string, err error, logger *slog.Logger) {
+	rl, ok := eng.(meta.RunLog)
+	if !ok {
+		return
+	}
+	host, _ := os.Hostname()
+	r := meta.RunRecord{Job: "backup", Host: host, Started: start.UTC(), Duration: time.Since(start), OK: err == nil, Summary: "stored " + key}
+	if err != nil {
+		r.Summary = "failed: " + err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rl.RecordRun(ctx, r); err != nil {
+		logger.Warn("could not record the backup run", "err", err)
 	}
 }
 

@@ -104,8 +104,10 @@ func runFsck(cmd *cobra.Command, metaURL string, f *fsckFlags) error {
 		}
 	}
 	stop := trackPhases(disp, "fsck", o.Progress.Snapshot)
+	started := time.Now()
 	rep, err := fsck.Run(ctx, eng, store, o)
 	stop()
+	recordFsck(eng, started, rep, f.repair, err)
 	if rep != nil {
 		if perr := printFsck(cmd.OutOrStdout(), rep, f.jsonOut); perr != nil && err == nil {
 			err = perr

@@ -90,8 +90,10 @@ func runGC(cmd *cobra.Command, metaURL string, f *gcFlags) error {
 	o := gc.Options{DryRun: f.dryRun, Grace: max(f.grace, time.Nanosecond),
 		DeleteFreed: f.deleteFreed, BlockSize: vf.BlockSize, Progress: &gc.Progress{}}
 	stop := trackGC(disp, o.Progress)
+	started := time.Now()
 	rep, err := gc.Run(ctx, eng, store, o)
 	stop()
+	recordGC(eng, started, rep, err)
 	if errors.Is(err, identity.ErrShared) || errors.Is(err, identity.ErrNotClaimant) {
 		return err // nothing was deleted; the error says why and what to do
 	}

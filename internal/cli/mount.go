@@ -17,6 +17,7 @@ import (
 
 	"shoal/internal/fusefs"
 	"shoal/internal/meta"
+	"shoal/internal/opstat"
 	"shoal/internal/secret"
 	"shoal/internal/vfs"
 	"shoal/internal/volume"
@@ -45,6 +46,7 @@ type mountOptions struct {
 	secret          secretFlags
 	supervise       bool
 	upgrade         bool
+	console         consoleFlags
 }
 
 func (o *mountOptions) register(cmd *cobra.Command) {
@@ -70,6 +72,7 @@ func (o *mountOptions) register(cmd *cobra.Command) {
 	fl.Var(sizeFlag{&o.cacheSize}, "cache-size", "in-memory read cache of blocks")
 	o.secret.register(fl)
 	fl.BoolVar(&o.supervise, "supervise", true, "keep the mount through a crash or an upgrade of its serving process: a small supervisor holds the kernel connection and starts a new server that takes it over (root only; false: one process, as before)")
+	o.console.register(fl, "console-", "console", "", "serve the volume's web console on this address (host:port; see 'shoal console')")
 }
 
 func newMountCmd() *cobra.Command {
@@ -253,7 +256,7 @@ func startCPUProfile(path string) (func(), error) {
 }
 
 // sessionConfig describes this mount to the other clients of the volume.
-func sessionConfig(mp string, o mountOptions) vfs.SessionConfig {
+func sessionConfig(mp string, o mountOptions, ops *opstat.Recorder) vfs.SessionConfig {
 	host, _ := os.Hostname()
 	return vfs.SessionConfig{
 		Info: meta.SessionInfo{
@@ -261,5 +264,6 @@ func sessionConfig(mp string, o mountOptions) vfs.SessionConfig {
 		},
 		Heartbeat: o.heartbeat,
 		Timeout:   o.sessionTimeout,
+		Report:    ops.Report,
 	}
 }

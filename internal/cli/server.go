@@ -16,6 +16,7 @@ import (
 	"shoal/internal/fusefs"
 	"shoal/internal/journal"
 	"shoal/internal/meta"
+	"shoal/internal/opstat"
 	"shoal/internal/vfs"
 	"shoal/internal/volume"
 )
@@ -194,7 +195,14 @@ func prepare(ctx context.Context, metaURL, mp string, o mountOptions, resume met
 	if o.strict {
 		o.attrTimeout, o.entryTimeout, o.negativeTimeout = 0, 0, 0
 	}
-	scfg := sessionConfig(mp, o)
+	cctx, stopConsole := context.WithCancel(context.Background())
+	sv.closers = append(sv.closers, stopConsole)
+	if err := o.console.start(cctx, sv.vol.Engine, sv.vol.Format, logger); err != nil {
+		_ = sv.vol.Close(ctx)
+		return fail(err)
+	}
+	ops := opstat.New(fusefs.OpNames(), sv.metrics.observer())
+	scfg := sessionConfig(mp, o, ops)
 	scfg.Resume = resume
 	if err := sv.vol.FS.BeginSession(ctx, scfg); err != nil {
 		_ = sv.vol.Close(ctx)
@@ -202,7 +210,7 @@ func prepare(ctx context.Context, metaURL, mp string, o mountOptions, resume met
 	}
 	sv.fsys = fusefs.New(sv.vol.FS, fusefs.Options{
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
-		Ops: sv.metrics.observer(),
+		Ops: ops,
 	})
 	sv.closers = append(sv.closers, sv.metrics.serve(sv.vol, mp, logger))
 	return sv, nil

@@ -70,7 +70,8 @@ func OpNames() []string { return append([]string(nil), opNames[:]...) }
 
 // served returns what the FUSE server calls: fs itself, or with
 // Options.Ops set, fs behind a wrapper that times every request. Without
-// an observer a mount pays nothing for metrics.
+// an observer nothing is timed (a mount always has one: opstat's Recorder,
+// for the figures it publishes with its heartbeat).
 func (fs *FS) served() fuse.RawFileSystem {
 	if fs.opts.Ops == nil {
 		return fs

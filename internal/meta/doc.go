@@ -2,7 +2,10 @@
 // (inodes, attributes, directory entries, chunk slice lists, volume format),
 // the Engine interface the vfs calls, the sentinel errors, and the POSIX rules
 // that do not depend on an engine (posix.go; POSIX ACLs in acl.go: the xattr
-// codec, mode sync, inheritance and the access check).
+// codec, mode sync, inheritance and the access check). Optional
+// capabilities engines may have are found by type assertion: admin work
+// (admin.go), sessions and locks (session.go), and what the web console
+// reads (report.go: a mount's published activity, the last admin runs).
 //
 // Invariants every engine keeps:
 //   - Each Engine method is one file-system operation and is atomic: it

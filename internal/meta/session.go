@@ -27,6 +27,9 @@ type SessionInfo struct {
 	Timeout time.Duration `json:"timeout,omitempty"`
 	// Interval is how often the client means to renew (informational).
 	Interval time.Duration `json:"interval,omitempty"`
+	// Report is what the client last published of its activity (see
+	// SessionReporter); nil for clients that publish none.
+	Report *SessionReport `json:"report,omitempty"`
 }
 
 // LegacySessionTimeout is the least timeout given to a session whose

@@ -5,8 +5,11 @@
 //
 //   - FUSE requests (Registry.Op, Read, Written): fusefs times every
 //     request it answers when a mount has an observer (fusefs.Options.Ops),
-//     through a wrapper over its RawFileSystem, so a mount without
-//     --metrics pays nothing. Operations are numbered by fusefs; New takes
+//     through a wrapper over its RawFileSystem. A mount always has one,
+//     opstat's Recorder (the figures it publishes for `shoal console`),
+//     which passes each request on to the Registry with --metrics; without
+//     it the Registry does not exist and the mount pays only the Recorder's
+//     few atomic adds. Operations are numbered by fusefs; New takes
 //     their names and pre-binds one histogram child and one error counter
 //     per number, so an observation is an array index and two atomic adds.
 //   - Object store requests (Registry.Objects): a wrapper the volume puts

@@ -52,6 +52,11 @@
 // reclaimed session fails those descriptors until they are closed. The
 // design and the rejected alternatives are in fence.go.
 //
+// Before each heartbeat the mount's report (SessionConfig.Report: its
+// operations and slow ones, counted at the FUSE adaptor) gets this FS's
+// open files and locked inodes and goes to the engine, which stores it
+// with the heartbeat (meta.SessionReporter) for `shoal console`.
+//
 // # Freed data
 //
 // Truncate, overwrite-compaction and purge free slices in the engine. A

@@ -26,6 +26,11 @@ type SessionConfig struct {
 	// beginning a new one; if it was reclaimed meanwhile a new one begins
 	// and Adopt treats the adopted handles' locks as lost.
 	Resume meta.SessionID
+	// Report, when set, is asked before each heartbeat for the mount's
+	// activity (operations, latency, slow operations); the FS adds its
+	// open files and locks and the engine, if a meta.SessionReporter,
+	// stores it with the heartbeat.
+	Report func(now time.Time) meta.SessionReport
 }
 
 // BeginSession registers this mount with the engine and keeps it alive in
@@ -78,6 +83,7 @@ func (fs *FS) heartbeat(ctx context.Context, s meta.Sessions, cfg SessionConfig)
 			return
 		case <-t.C:
 		}
+		fs.publishReport(cfg)
 		fs.renewSession(ctx, s, cfg)
 		c, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		if n, err := s.ReclaimSessions(c, cfg.Timeout); err == nil && n > 0 {
@@ -85,6 +91,25 @@ func (fs *FS) heartbeat(ctx context.Context, s meta.Sessions, cfg SessionConfig)
 		}
 		cancel()
 	}
+}
+
+// maxReportedLocks bounds the locked inodes a report lists.
+const maxReportedLocks = 32
+
+// publishReport hands the engine this mount's report for the next
+// heartbeat. It runs at heartbeat cadence only.
+func (fs *FS) publishReport(cfg SessionConfig) {
+	r, ok := fs.engine.(meta.SessionReporter)
+	if !ok || cfg.Report == nil {
+		return
+	}
+	rep := cfg.Report(time.Now())
+	fs.mu.Lock()
+	rep.OpenFiles = len(fs.files)
+	fs.mu.Unlock()
+	locked := fs.lockedInodes()
+	rep.LockedInodes = locked[:min(len(locked), maxReportedLocks)]
+	r.SetSessionReport(rep)
 }
 
 // renewSession sends one heartbeat and renews the fence's lease from the

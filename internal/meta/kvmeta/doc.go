@@ -98,6 +98,9 @@
 // and open files are recorded with their session, so that ending or
 // reclaiming a session releases exactly what it held. It implements meta.OpenTracker (open.go): which sessions hold
 // which files open, so that a file open anywhere outlives its last name.
+// It implements meta.SessionReporter: the report a mount publishes for
+// the web console is kept in memory and written into the session record
+// by the next Heartbeat, in the rewrite the heartbeat makes anyway.
 //
 // # Admin work
 //
@@ -108,7 +111,8 @@
 // repair), meta.Dumper (a portable dump that restores into any kv
 // backend; a restore leaves out sessions, their indexes and lock records,
 // since the restored volume has no clients: restore.go) and meta.Quotas
-// (directory quotas). SkipSliceIDs lets a loaded copy draw slice ids far
+// (directory quotas), and meta.RunLog (the last fsck, gc and backup run,
+// one counter key per job: runlog.go). SkipSliceIDs lets a loaded copy draw slice ids far
 // from its source's, as the two share a bucket (volume.Adopt).
 //
 // Dumps carry no secret: a bucket URL with credentials in its user info

@@ -24,6 +24,9 @@ type Engine struct {
 	usage  usage
 	// session is the meta.SessionID this client works for (0: none).
 	session atomic.Uint64
+	// report is what the client last asked to publish with its
+	// heartbeat (meta.SessionReporter), nil until then.
+	report atomic.Pointer[meta.SessionReport]
 	// openCheck is the client's open-file check (meta.OpenTracker).
 	openCheck atomic.Pointer[func(meta.Ino) bool]
 	// opens counts the inodes this client holds open (open.go).

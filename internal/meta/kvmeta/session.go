@@ -48,7 +48,11 @@ import (
 // holders; the client keeps its side of the bargain by fencing itself
 // before its own timeout runs out (vfs, fence.go).
 
-var _ meta.Sessions = (*Engine)(nil)
+var (
+	_ meta.Sessions        = (*Engine)(nil)
+	_ meta.SessionReporter = (*Engine)(nil)
+	_ meta.EngineClock     = (*Engine)(nil)
+)
 
 // sessionRecord is the stored form of a session.
 type sessionRecord struct {
@@ -142,6 +146,10 @@ func (e *Engine) engineNow(ctx context.Context) (time.Time, error) {
 	return now.UTC(), err
 }
 
+// EngineNow reads the engine's clock (kv.Now), the one session times
+// are on.
+func (e *Engine) EngineNow(ctx context.Context) (time.Time, error) { return e.engineNow(ctx) }
+
 // localNow is this client's wall clock (Options.ClockSkew applied), for
 // what it says of itself: SessionInfo.Started.
 func (e *Engine) localNow() time.Time { return time.Now().Add(e.opts.ClockSkew).UTC() }
@@ -185,6 +193,9 @@ func (e *Engine) Heartbeat(ctx context.Context) error {
 			return meta.ErrSessionLost
 		}
 		rec.Heartbeat = now
+		if r := e.report.Load(); r != nil {
+			rec.Report = r
+		}
 		return putSession(tx, *rec)
 	})
 	if errors.Is(err, meta.ErrSessionLost) {
@@ -193,6 +204,10 @@ func (e *Engine) Heartbeat(ctx context.Context) error {
 	}
 	return wrap(err, "heartbeat session %d", id)
 }
+
+// SetSessionReport keeps r for the next Heartbeat, which stores it in the
+// session record it rewrites anyway: publishing adds no write.
+func (e *Engine) SetSessionReport(r meta.SessionReport) { e.report.Store(&r) }
 
 // EndSession ends this Engine's session.
 func (e *Engine) EndSession(ctx context.Context) error {

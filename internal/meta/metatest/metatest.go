@@ -61,6 +61,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Admin", testAdmin},
 		{"Locks", testLocks},
 		{"OpenTracker", testOpenTracker},
+		{"Report", testReport},
 		{"Model", testModel},
 	}
 	for _, g := range groups {
