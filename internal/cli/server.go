@@ -84,12 +84,19 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	removePid := writePidFile(mp)
 	sv.log.Info("serving", "role", role, "volume", sv.vol.Format.Name, "mountpoint", mp, "pid", os.Getpid(),
 		"adopted_handles", len(st.Handles), "replayed_writes", len(st.Writes))
-	_, _ = ctl.Write([]byte("ready"))
-	go awaitQuiesce(ctl, sv, j)
 	stop := handleSignals(sv.vol, dirUnmounter(mp), sv.log)
 	defer stop()
+	_, _ = ctl.Write([]byte("ready")) // after the handler: the supervisor forwards SIGTERM from now on
+	go awaitQuiesce(ctl, sv, j)
 	defer sv.runBackups(metaURL, o)()
 	srv.Wait()
+	if _, _, mounted := mountedAt(mp); mounted {
+		// The connection failed under a live mount: not an unmount.
+		// Keep the journal and let the supervisor start a successor.
+		_ = sv.vol.FS.Sync(context.Background())
+		_ = j.Close()
+		return fmt.Errorf("lost the kernel connection of %s while it is still mounted", mp)
+	}
 	sv.log.Info("unmounted; flushing and closing", "mountpoint", mp)
 	err = sv.vol.Close(context.Background())
 	_ = j.Remove()

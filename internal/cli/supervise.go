@@ -39,10 +39,14 @@ const (
 	roleTakeOver = "takeover"
 )
 
-// maxRestarts in restartWindow: past it the supervisor gives up.
+// Past maxRestarts in restartWindow the supervisor waits before each
+// restart, doubling up to maxBackoff: a server that dies at once (a bug,
+// an engine it cannot reach) is not restarted in a hot loop, and the
+// mount stays — applications wait rather than fail.
 const (
 	maxRestarts   = 5
 	restartWindow = time.Minute
+	maxBackoff    = 30 * time.Second
 )
 
 func runPath(mp, suffix string) string {
@@ -104,6 +108,8 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 		lastErr   string
 		upgrading *upgradeReq
 		handing   bool // the server was asked to quiesce for upgrading
+		curReady  bool // the current server said ready: it handles SIGTERM
+		stopping  bool // SIGINT or SIGTERM came: end the mount, restart nothing
 		started   time.Time
 		restarts  []time.Time
 		announced bool
@@ -113,8 +119,14 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 		case m := <-cur.msgs:
 			switch {
 			case m.fd >= 0:
-				s.conn = m.fd
+				// Held for the life of the supervisor (an *os.File
+				// dropped would close it when collected).
+				s.conn, s.connFile = m.fd, os.NewFile(uintptr(m.fd), "/dev/fuse")
 			case m.text == "ready":
+				curReady = true
+				if stopping {
+					_ = cur.cmd.Process.Signal(syscall.SIGTERM)
+				}
 				if !announced {
 					if ready != nil {
 						ready.ok()
@@ -149,10 +161,16 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 				continue
 			}
 			if sig != syscall.SIGHUP {
-				_ = cur.cmd.Process.Signal(syscall.SIGTERM)
+				// A server that is not ready yet gets it once it is
+				// (until then SIGTERM would kill it without a flush).
+				stopping = true
+				if curReady {
+					_ = cur.cmd.Process.Signal(syscall.SIGTERM)
+				}
 			}
 		case werr := <-cur.exit:
 			cur.ctl.Close()
+			curReady = false
 			if handing {
 				handing = false
 				if cur, err = s.start(roleTakeOver, upgrading.exe); err == nil {
@@ -176,7 +194,11 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 				}
 				return withCode(childCode(werr), errReported)
 			}
-			if _, _, mounted := mountedAt(mp); !mounted {
+			if _, _, mounted := mountedAt(mp); !mounted || stopping {
+				if mounted {
+					_ = syscall.Unmount(mp, syscall.MNT_DETACH)
+					return fmt.Errorf("the server exited (%v) while stopping; %s was detached", werr, mp)
+				}
 				if werr != nil {
 					return fmt.Errorf("the server exited (%v) and %s is no longer mounted", werr, mp)
 				}
@@ -184,11 +206,12 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 				return nil
 			}
 			restarts = append(restarts, time.Now())
-			if len(restarts) > maxRestarts && time.Since(restarts[len(restarts)-maxRestarts-1]) < restartWindow {
-				logger.Error("the server keeps dying; giving up: the mount is left without a server (clear it with 'shoal umount "+mp+"')", "last", werr)
-				return fmt.Errorf("server died %d times in %v", maxRestarts+1, restartWindow)
+			if wait := backoff(restarts); wait > 0 {
+				logger.Error("the server keeps dying; waiting before the next restart (applications in the mount wait too; see the log above for why it dies)", "wait", wait, "last", werr)
+				time.Sleep(wait)
+			} else {
+				logger.Error("the server died; starting one that takes the mount over", "err", werr)
 			}
-			logger.Error("the server died; starting one that takes the mount over", "err", werr)
 			if cur, err = s.start(roleTakeOver, exe); err != nil {
 				return err
 			}
@@ -202,7 +225,8 @@ type supervisor struct {
 	args     []string
 	password string
 	log      *slog.Logger
-	conn     int // the kernel connection (-1 until the first server sends it)
+	conn     int      // the kernel connection (-1 until the first server sends it)
+	connFile *os.File // conn, kept open
 }
 
 // start starts a server process with role.
@@ -220,7 +244,7 @@ func (s *supervisor) start(role, exe string) (*child, error) {
 	}
 	cmd.ExtraFiles = []*os.File{theirs}
 	if role == roleTakeOver {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(s.conn), "/dev/fuse"))
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.connFile)
 	}
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	// The supervisor is the mount's process: killed, it takes the server
@@ -346,4 +370,19 @@ func childCode(werr error) int {
 		return ee.ExitCode()
 	}
 	return ExitError
+}
+
+// backoff is how long to wait before a restart, given the times of the
+// restarts so far (the last one now).
+func backoff(restarts []time.Time) time.Duration {
+	recent := 0
+	for _, t := range restarts {
+		if time.Since(t) < restartWindow {
+			recent++
+		}
+	}
+	if recent <= maxRestarts {
+		return 0
+	}
+	return min(time.Second<<min(recent-maxRestarts-1, 5), maxBackoff)
 }

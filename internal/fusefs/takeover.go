@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -102,7 +103,9 @@ func TakeOver(fd int, init []byte, fs *FS, cfg MountConfig) (*fuse.Server, error
 	if fd != pair[0] {
 		syscall.Close(fd)
 	}
-	if err := resend(pair[0]); err != nil {
+	if err := resend(pair[0]); errors.Is(err, syscall.EBADF) || errors.Is(err, syscall.ENODEV) {
+		return nil, fmt.Errorf("takeover: the kernel connection given is not usable: %w", err)
+	} else if err != nil {
 		fs.opts.Logger.Warn("takeover: the kernel cannot resend unanswered requests (Linux 6.9 or later can); processes waiting on the old server may hang until interrupted", "err", err)
 	}
 	go srv.Serve()
