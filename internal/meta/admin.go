@@ -104,3 +104,58 @@ type Quotas interface {
 	// and usage; elsewhere the volume's.
 	StatfsAt(ctx context.Context, ino Ino) (Statfs, error)
 }
+
+// CloneRequest asks for a copy of the file or tree Src as Name in
+// directory Parent.
+type CloneRequest struct {
+	Src    Ino
+	Parent Ino
+	Name   string
+	// Preserve keeps owners and times, as cp -a does; honoured for root
+	// only (others own their copies, as with cp).
+	Preserve bool
+}
+
+// Cloner makes writable copies that share data: metadata is copied, blocks
+// are shared and copied on write. A directory is copied whole, as it was
+// at one instant.
+type Cloner interface {
+	// Clone copies req.Src. EEXIST if the name is taken, EINVAL for a
+	// tree into itself, EACCES where the caller may not read the source
+	// or write the destination.
+	Clone(ctx context.Context, req CloneRequest) (Entry, error)
+}
+
+// Snapshot describes a read-only, point-in-time copy of a volume or one of
+// its trees, shown under /.snapshots/NAME.
+type Snapshot struct {
+	Name string `json:"name"`
+	// Path is the tree it copies ("/" for the whole volume).
+	Path string `json:"path"`
+	// Ino is the snapshot's top directory (or file), /.snapshots/NAME.
+	Ino     Ino   `json:"ino"`
+	Created int64 `json:"created"` // ns since the epoch
+	Inodes  int64 `json:"inodes"`
+	// Bytes is the size of the files it holds (shared with the volume
+	// and with other snapshots; not counted in the volume's usage).
+	Bytes int64 `json:"bytes"`
+}
+
+// Snapshots creates, lists, deletes and restores snapshots.
+type Snapshots interface {
+	// CreateSnapshot copies the tree at path (volume-relative; "" or
+	// "/" for the whole volume) to /.snapshots/name, as it is at one
+	// instant, in time proportional to its inode count. EEXIST if the
+	// name is taken.
+	CreateSnapshot(ctx context.Context, name, path string) (Snapshot, error)
+	// ListSnapshots returns every snapshot, oldest first.
+	ListSnapshots(ctx context.Context) ([]Snapshot, error)
+	// DeleteSnapshot deletes a snapshot's tree and record; its blocks
+	// are freed once nothing else references them. ENOENT if absent.
+	DeleteSnapshot(ctx context.Context, name string) error
+	// RestoreSnapshot puts a writable copy of the snapshot's tree at sub
+	// (relative to the snapshot; "" for all of it) back at its original
+	// place in the volume. Whatever is there is first renamed aside;
+	// the name it got is returned ("" if there was nothing).
+	RestoreSnapshot(ctx context.Context, name, sub string) (aside string, err error)
+}

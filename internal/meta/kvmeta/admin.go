@@ -24,7 +24,7 @@ var (
 var allKinds = []byte{kindFormat, kindCounter, kindAttr, kindDentry, kindSymlink,
 	kindXattr, kindChunk, kindRefs, kindFreed, kindOrphan,
 	kindSession, kindSessionOrphan, kindSessionLock, kindFlock, kindPlock, kindQuota,
-	kindOpen}
+	kindOpen, kindSnap}
 
 // Orphans scans the 'O' keys.
 func (e *Engine) Orphans(ctx context.Context, limit int) ([]meta.Orphan, error) {

@@ -242,11 +242,14 @@ func (c *checker) checkSessions() {
 
 // checkCounters recounts usage.
 func (c *checker) checkCounters() {
-	var space int64
-	for _, a := range c.vs.attrs {
+	var space, files int64
+	for ino, a := range c.vs.attrs {
+		if c.vs.flags[ino]&flagFrozen != 0 {
+			continue // snapshots are not counted (snapshot.go)
+		}
 		space += spaceOf(&a)
+		files++
 	}
-	files := int64(len(c.vs.attrs))
 	if space != c.vs.space || files != c.vs.files {
 		c.problem(func(t *txn) error {
 			// Runs last: earlier fixes' usage deltas are folded in here.

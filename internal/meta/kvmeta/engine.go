@@ -152,6 +152,7 @@ type txn struct {
 	owned     map[chunkRef]bool         // lists of wrote that need no copy
 	claims    []claim                   // cached lists appended to in place
 	paintings map[chunkRef]*painting    // paintings of lists read or written, when known
+	frozenHit bool                      // a frozen inode was changed (frozen.go)
 }
 
 // chunkRef names one chunk of one file.
@@ -163,10 +164,24 @@ type chunkRef struct {
 // update runs fn in one read-write kv transaction; dirty attributes are
 // written when fn succeeds, and usage deltas are published after commit.
 func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
+	return e.updateIn(ctx, e.store.Txn, fn)
+}
+
+// exclusive is update in a transaction during which no other client
+// commits a write (kv.Exclusive): snapshots and clones read a whole tree
+// in it and see it as it was at one instant.
+func (e *Engine) exclusive(ctx context.Context, fn func(t *txn) error) error {
+	return e.updateIn(ctx, func(ctx context.Context, fn func(kv.Tx) error) error {
+		return kv.Exclusive(ctx, e.store, fn)
+	}, fn)
+}
+
+// updateIn is update with the kv transaction run by run.
+func (e *Engine) updateIn(ctx context.Context, run func(context.Context, func(kv.Tx) error) error, fn func(t *txn) error) error {
 	started := time.Now()
 	var done *txn
 	var attempts []*txn // their chunk cache claims end with the call
-	err := e.store.Txn(ctx, func(tx kv.Tx) error {
+	err := run(ctx, func(tx kv.Tx) error {
 		t := newTxn(ctx, tx)
 		attempts = append(attempts, t)
 		t.session = e.currentSession()
@@ -176,6 +191,9 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		e.useChunkCache(t)
 		t.quotas = e.quotaDirs()
 		if err := fn(t); err != nil {
+			return err
+		}
+		if err := t.checkFrozen(ctx); err != nil {
 			return err
 		}
 		if err := e.checkVolume(t); err != nil {

@@ -21,6 +21,7 @@ const (
 	kindFormat  = 'F' // F → format JSON
 	kindCounter = 'N' // N name → int64 counter
 	kindQuota   = 'U' // U ino → directory quota: limits and usage
+	kindSnap    = 'Y' // Y name → snapshot record JSON
 
 	kindSession       = 'E' // E session → session JSON
 	kindSessionOrphan = 'o' // o session ino → "": orphans a session made
@@ -114,6 +115,10 @@ const (
 	// open records; without it only the creator's record can exist, and
 	// the creator may know its fate. Set on record, never cleared.
 	flagOpened
+	// flagFrozen: the inode belongs to a snapshot (or is /.snapshots):
+	// nothing may change it or its entries (EROFS), except the snapshot
+	// commands themselves (frozen.go). Set when the snapshot is taken.
+	flagFrozen
 )
 
 // encodeAttr encodes a with no flags and generation 0; see encodeRecord.

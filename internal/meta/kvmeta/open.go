@@ -259,6 +259,9 @@ func (e *Engine) Open(ctx context.Context, ino meta.Ino, mask uint32) (meta.Attr
 		if a.Type == meta.TypeDir && mask&meta.MayWrite != 0 {
 			return syscall.EISDIR
 		}
+		if mask&meta.MayWrite != 0 && t.frozen(ino) {
+			return syscall.EROFS
+		}
 		if err := t.access(ino, a, mask&7); err != nil {
 			return err
 		}
@@ -300,7 +303,7 @@ func (t *txn) recordOpen(ino meta.Ino, a *meta.Attr, fresh bool) {
 	t.tx.Set(openKey(ino, t.session), nil)
 	if !fresh && t.flags[ino]&flagOpened == 0 {
 		t.flags[ino] |= flagOpened
-		t.touch(ino)
+		t.dirty[ino] = true // a flag, not a change: allowed on a frozen inode
 	}
 }
 

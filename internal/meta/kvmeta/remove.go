@@ -108,6 +108,8 @@ func (t *txn) openAnywhere(ino meta.Ino) (bool, error) {
 // ino's attributes must have been read in this transaction (their flags
 // say whether there are xattrs to find). An orphan mark is the caller's.
 func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
+	// A snapshot's inodes were never counted in the usage (snapshot.go).
+	counted := !t.frozen(ino)
 	if a.Type == meta.TypeFile {
 		// An empty file has no chunks: truncation to 0 deletes them all,
 		// and every other way of adding records extends the length.
@@ -116,7 +118,9 @@ func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
 				return err
 			}
 		}
-		t.space -= spaceOf(a)
+		if counted {
+			t.space -= spaceOf(a)
+		}
 	}
 	if a.Type == meta.TypeSymlink {
 		t.tx.Delete(symlinkKey(ino))
@@ -127,8 +131,10 @@ func (t *txn) deleteInode(ino meta.Ino, a *meta.Attr) error {
 		}
 	}
 	t.drop(ino)
-	t.files--
-	t.charge(a.Parent, -spaceOf(a), -1)
+	if counted {
+		t.files--
+		t.charge(a.Parent, -spaceOf(a), -1)
+	}
 	if t.opens != nil {
 		t.opens.forget(ino)
 	}

@@ -65,7 +65,10 @@ func (t *txn) dirFor(ino meta.Ino, mask uint32) (*meta.Attr, error) {
 }
 
 // touch marks ino's attributes changed; they are written at commit.
-func (t *txn) touch(ino meta.Ino) { t.dirty[ino] = true }
+func (t *txn) touch(ino meta.Ino) {
+	t.noteFrozen(ino)
+	t.dirty[ino] = true
+}
 
 // touchDir sets a directory's mtime and ctime (an entry was added or
 // removed) and marks it changed. With Options.DirMtimeWindow, a directory
@@ -73,6 +76,7 @@ func (t *txn) touch(ino meta.Ino) { t.dirty[ino] = true }
 // with touch first) keeps times younger than the window, so that entry
 // changes in one busy directory need not all write its attributes.
 func (t *txn) touchDir(ino meta.Ino, a *meta.Attr) {
+	t.noteFrozen(ino)
 	if t.dirWindow > 0 && !t.dirty[ino] && t.now-a.Mtime < t.dirWindow && t.now >= a.Mtime {
 		return
 	}
@@ -88,6 +92,7 @@ func (t *txn) put(ino meta.Ino, a *meta.Attr) {
 
 // drop deletes ino's attributes.
 func (t *txn) drop(ino meta.Ino) {
+	t.noteFrozen(ino)
 	delete(t.attrs, ino)
 	delete(t.dirty, ino)
 	delete(t.flags, ino)

@@ -49,6 +49,8 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Truncate", testTruncate},
 		{"Fallocate", testFallocate},
 		{"Copy", testCopy},
+		{"Snapshot", testSnapshot},
+		{"Clone", testClone},
 		{"Compact", testCompact},
 		{"Xattr", testXattr},
 		{"ACL", testACL},
