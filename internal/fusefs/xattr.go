@@ -1,11 +1,13 @@
 package fusefs
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"shoal/internal/meta"
+	"shoal/internal/vfs"
 )
 
 // GetXAttr implements fuse.RawFileSystem: with an empty dest it reports
@@ -53,7 +55,22 @@ func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string,
 	if in.SetXAttrFlags&fuse.SETXATTR_ACL_KILL_SGID != 0 {
 		flags |= meta.XattrACLKillSgid
 	}
-	return fs.status("setxattr", fs.vfs.Setxattr(ctx(&in.InHeader), meta.Ino(in.NodeId), name, value, flags))
+	err := fs.vfs.Setxattr(ctx(&in.InHeader), meta.Ino(in.NodeId), name, value, flags)
+	if err == nil && name == vfs.CloneXattr {
+		fs.forgetEntry(in.NodeId, value)
+	}
+	return fs.status("setxattr", err)
+}
+
+// forgetEntry drops a negative entry the kernel may cache for the name a
+// clone just created. In the background: the kernel holds the directory's
+// lock while it waits for this setxattr, and the notification takes it.
+func (fs *FS) forgetEntry(parent uint64, value []byte) {
+	var c vfs.CloneControl
+	if fs.server == nil || json.Unmarshal(value, &c) != nil {
+		return
+	}
+	go func() { _ = fs.server.EntryNotify(parent, c.Name) }()
 }
 
 // RemoveXAttr implements fuse.RawFileSystem.

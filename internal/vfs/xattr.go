@@ -23,7 +23,11 @@ func (fs *FS) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byte, 
 }
 
 // Setxattr sets an extended attribute (flags XATTR_CREATE/XATTR_REPLACE).
+// CloneXattr is not stored: it asks for a clone (clone.go).
 func (fs *FS) Setxattr(ctx context.Context, ino meta.Ino, name string, value []byte, flags uint32) error {
+	if name == CloneXattr {
+		return fs.cloneControl(ctx, ino, value)
+	}
 	defer fs.forgetCaps(ino, name)
 	return fs.engine.Setxattr(ctx, ino, name, value, flags)
 }
