@@ -56,12 +56,15 @@
 //     missing.
 //  5. Deletion (unless a dry run): before deleting leaked objects, a second
 //     scan confirms none of their slices became referenced. This covers a
-//     gap in (W)'s proof: copy_file_range can give an OLD slice a new
-//     holder — an inode created after the scan listed the inodes — while
-//     the old holder drops it before the scan reaches it. The confirmation
-//     scan narrows that window to two such moves timed around two scans; it
-//     does not close it. Closing it needs a snapshot scan or a
-//     reference lookup by slice id from the engine.
+//     gap in (W)'s proof: copy_file_range, a clone or a snapshot can give
+//     an OLD slice a new holder — an inode created after the scan listed
+//     the inodes — while the old holder drops it before the scan reaches
+//     it. The confirmation scan narrows that window to two such moves
+//     timed around two scans; the engine's copy counter
+//     (meta.CopyCounter), read before the main scan and after the
+//     confirmation, closes it: if any copy happened in between, no leaked
+//     object is deleted this run (Report.Postponed), and the next run,
+//     with no copy under way, decides.
 //
 // Freed slices' objects are deleted only with DeleteFreed, without grace:
 // the engine says no reference remains, and none can come back (slice ids

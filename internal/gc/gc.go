@@ -81,6 +81,9 @@ type Report struct {
 	MissingN   int       `json:"missing_objects"`
 	Problems   []string  `json:"problems,omitempty"` // metadata damage other than missing objects
 	Reprieved  int64     `json:"reprieved"`          // leaked objects whose slice became referenced
+	// Postponed counts leaked objects kept because slices were copied
+	// (copy_file_range, a clone or a snapshot) while gc scanned.
+	Postponed int64 `json:"postponed"`
 	Deleted    Count     `json:"deleted"`            // leaked objects deleted
 	FreedDel   Count     `json:"freed_deleted"`      // objects of freed slices deleted
 	FreedGone  int       `json:"freed_forgotten"`    // freed slices dropped from the freed list
@@ -153,6 +156,7 @@ type collector struct {
 	rep   *Report
 	prog  *Progress
 
+	copies    uint64                  // the engine's copy counter before the scan
 	freed     map[meta.SliceID]uint32 // freed list: id → size
 	refs      map[meta.SliceID]*ref   // referenced slices
 	leaked    []object.Info           // leaked objects to delete

@@ -76,6 +76,9 @@ func (c *collector) readFreed(ctx context.Context) error {
 func (c *collector) scan(ctx context.Context) error {
 	c.prog.Set("scanning metadata", 0, 0)
 	c.refs = map[meta.SliceID]*ref{}
+	if err := c.readCopies(ctx, &c.copies); err != nil {
+		return err
+	}
 	err := c.sc.ScanSlices(ctx, func(ino meta.Ino, index uint32, s meta.Slice) error {
 		c.rep.SliceRefs++
 		c.prog.Add(1)
@@ -117,4 +120,19 @@ func probeKey() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "probe/gc-" + hex.EncodeToString(b[:])
+}
+
+// readCopies reads the engine's copy counter (meta.CopyCounter) into n;
+// engines without one leave it 0.
+func (c *collector) readCopies(ctx context.Context, n *uint64) error {
+	cc, ok := c.eng.(meta.CopyCounter)
+	if !ok {
+		return nil
+	}
+	v, err := cc.Copies(ctx)
+	if err != nil {
+		return fmt.Errorf("gc: reading the copy counter: %w", err)
+	}
+	*n = v
+	return nil
 }

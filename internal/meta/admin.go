@@ -105,6 +105,14 @@ type Quotas interface {
 	StatfsAt(ctx context.Context, ino Ino) (Statfs, error)
 }
 
+// CopyCounter counts the operations that gave an existing slice a new
+// holder (copy_file_range, clones, snapshots, restores). A collector that
+// sees the count unchanged across its scans knows no reference moved
+// between inodes behind its back (internal/gc).
+type CopyCounter interface {
+	Copies(ctx context.Context) (uint64, error)
+}
+
 // CloneRequest asks for a copy of the file or tree Src as Name in
 // directory Parent.
 type CloneRequest struct {

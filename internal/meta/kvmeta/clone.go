@@ -277,6 +277,11 @@ func (c *copier) adjust(src, cp meta.Ino, a *meta.Attr) {
 
 // takeRefs adds one reference per copied record to each slice.
 func (c *copier) takeRefs() error {
+	if len(c.refs) > 0 {
+		if err := c.t.countCopy(); err != nil {
+			return err
+		}
+	}
 	for id, n := range c.refs {
 		if err := c.t.incref(id, n); err != nil {
 			return err
@@ -380,4 +385,21 @@ func (t *txn) copiedAttr(ino meta.Ino) (meta.Attr, error) {
 		return meta.Attr{}, err
 	}
 	return attrOf(raw)
+}
+
+// countCopy adds one to the copy counter (meta.CopyCounter): this
+// transaction gives existing slices new holders.
+func (t *txn) countCopy() error {
+	raw, err := t.tx.Get(counterKey(counterCopies))
+	if err != nil {
+		return err
+	}
+	t.tx.Set(counterKey(counterCopies), encodeInt(decodeInt(raw)+1))
+	return nil
+}
+
+// Copies implements meta.CopyCounter.
+func (e *Engine) Copies(ctx context.Context) (uint64, error) {
+	raw, err := kv.GetOne(ctx, e.store, counterKey(counterCopies))
+	return uint64(decodeInt(raw)), wrap(err, "read the copy counter")
 }

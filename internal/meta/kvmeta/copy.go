@@ -61,6 +61,11 @@ func (t *txn) copyRange(req meta.CopyRequest) (uint64, error) {
 	if err := t.placeSpans(req.DstIno, dst, spans, int64(req.DstOff)-int64(req.SrcOff)); err != nil {
 		return 0, err
 	}
+	if slices.ContainsFunc(spans, func(s span) bool { return s.s.ID != 0 }) {
+		if err := t.countCopy(); err != nil {
+			return 0, err
+		}
+	}
 	if end := req.DstOff + n; end > dst.Length {
 		t.setLength(dst, end)
 	}

@@ -38,6 +38,7 @@ const (
 	counterUsedSpace   = "usedSpace"
 	counterUsedInodes  = "usedInodes"
 	counterNextSession = "nextSession"
+	counterCopies      = "copies" // see meta.CopyCounter
 )
 
 var be = binary.BigEndian
