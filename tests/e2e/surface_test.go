@@ -14,7 +14,7 @@ import (
 
 // internalName matches what users must not see in messages: internal
 // package prefixes and the log lines of libraries.
-var internalName = regexp.MustCompile(`\b(?:sqlkv|rediskv|memkv|kvmeta|kvopen|kv|filestore|s3store|memstore|objopen|keyring|identity|vfs|fusefs|volume): |(?m)^\w+: \d{4}/\d\d/\d\d |level=`)
+var internalName = regexp.MustCompile(`\b(?:sqlkv|rediskv|memkv|kvmeta|kvopen|kv|filestore|s3store|memstore|objopen|keyring|identity|vfs|fusefs|volume|metrics|journal|takeover|opstat): |(?m)^\w+: \d{4}/\d\d/\d\d |level=`)
 
 // TestCLIExitCodes runs every command with a usage error (exit 2) and,
 // where it reads a volume, with a volume that is not there (exit 4), as
