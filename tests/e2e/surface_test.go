@@ -37,6 +37,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{"key", "rotate"}, {"bench", "--no-such-flag"}, {"bench", "--progress=sometimes", dir},
 		{"install", "extra"}, {"completion"}, {"completion", "no-such-shell"},
 		{"status", "nosuch://x"}, {"fsck", "no-scheme"}, {"mount", "nosuch://x", dir},
+		{"console"}, {"console", "a", "b"}, {"stats"},
 	}
 	notFound := [][]string{
 		{"mount", missing, dir}, {"mount", "--background", missing, dir}, {"umount", dir},
@@ -45,7 +46,8 @@ func TestCLIExitCodes(t *testing.T) {
 		{"quota", "list", missing}, {"quota", "get", missing, "--path", "/a"},
 		{"quota", "set", missing, "--path", "/a", "--inodes", "5"}, {"quota", "delete", missing, "--path", "/a"},
 		{"key", "rotate", missing, "--passphrase-file", pw, "--new-passphrase-file", pw},
-		{"bench", "mass", filepath.Join(dir, "no-such-dir")},
+		{"bench", "mass", filepath.Join(dir, "no-such-dir")}, {"console", missing},
+		{"console", "--listen", "127.0.0.1:0", missing},
 	}
 	check := func(args []string, want int) {
 		res := testutil.Run(t, args...)
