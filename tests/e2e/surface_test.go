@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -139,11 +141,15 @@ func badJSONKeys(t *testing.T, what, doc string) []string {
 // --html says where it wrote the report.
 func TestCLIJSONSnakeCase(t *testing.T) {
 	v := testutil.NewVolumeWith(t, testutil.VolumeConfig{ExtraFormatArgs: []string{"--capacity", "1G", "--compress", "zstd"}})
-	m := v.Mount(t)
+	m := v.Mount(t, "--metrics", "127.0.0.1:0", "--console", "127.0.0.1:0")
 	if err := os.WriteFile(m.Path("f"), []byte("some data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	outputs := map[string]string{"status": testutil.MustRun(t, "status", "--json", v.MetaURL).Stdout}
+	outputs := map[string]string{
+		"status":              testutil.MustRun(t, "status", "--json", v.MetaURL).Stdout,
+		"stats --once":        testutil.MustRun(t, "stats", "--once", "--json", m.Dir).Stdout,
+		"console /api/status": getConsoleStatus(t, m),
+	}
 	m.Unmount(t)
 	outputs["fsck"] = testutil.MustRun(t, "fsck", "--json", v.MetaURL).Stdout
 	outputs["gc"] = testutil.MustRun(t, "gc", "--json", "--dry-run", v.MetaURL).Stdout
@@ -201,4 +207,26 @@ func TestCLIFailureMessages(t *testing.T) {
 			t.Errorf("%s: want one line starting 'shoal: ', got:\n%s", c.what, msg)
 		}
 	}
+}
+
+// consoleAddr is where a mount's log says its console listens.
+var consoleAddr = regexp.MustCompile(`web console listening" addr=(http://[0-9.:]+/)`)
+
+// getConsoleStatus returns the body of m's console's /api/status.
+func getConsoleStatus(t *testing.T, m *testutil.Mount) string {
+	t.Helper()
+	found := consoleAddr.FindStringSubmatch(m.LogText())
+	if found == nil {
+		t.Fatalf("the mount does not log its console's address:\n%s", m.LogText())
+	}
+	resp, err := http.Get(found[1] + "api/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %sapi/status: %v %s", found[1], err, resp.Status)
+	}
+	return string(body)
 }
