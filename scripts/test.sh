@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/test.sh — THE test command (README, CI): everything, for real.
 #
-#   sudo bash scripts/test.sh
+#   bash scripts/test.sh
 #
-# On a fresh Debian 12 machine as root it installs what the tests need
+# Run it as root (a fresh Debian has no sudo; elsewhere prefix `sudo`, as
+# the README says). On a fresh Debian 12 machine it installs what the tests need
 # (fuse3, bindfs, PostgreSQL, Redis, the benchmark tools, a C compiler for
 # SQLite; Go itself must be installed), starts the real
 # servers (scripts/services.sh: PostgreSQL + Redis; scripts/minio.sh: MinIO)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"regexp"
 	"strings"
 
 	"shoal/internal/meta"
@@ -10,25 +9,9 @@ import (
 	"shoal/internal/secret"
 )
 
-// internalPrefix matches the package names internal errors start with
-// ("sqlkv: ", "kvmeta: load: " keeps "load: "), where a message or a
-// wrapped one begins: they say where in the code an error arose, which
-// means nothing to the person who reads it. Command names ("gc: ",
-// "fsck: "), concepts ("backup: ") and prose ("a volume: ") stay.
-var internalPrefix = regexp.MustCompile(`(^|: |\()(?:sqlkv|rediskv|memkv|kvmeta|kvopen|kv|filestore|s3store|memstore|objopen|keyring|identity|vfs|fusefs|volume|data): `)
-
-// userMessage is what the user sees of err: secrets masked, internal
-// package names gone.
-func userMessage(err error) string {
-	msg := secret.Mask(err.Error())
-	for {
-		next := internalPrefix.ReplaceAllString(msg, "${1}")
-		if next == msg {
-			return msg
-		}
-		msg = next
-	}
-}
+// userMessage is what the user sees of err: secret.Message (secrets
+// masked, internal package names gone), shared with the web console.
+func userMessage(err error) string { return secret.Message(err) }
 
 // exitCodeOf is the process exit code for err (docs/cli.md, "Exit codes"):
 // the code a command attached, else 4 for a volume that is not there

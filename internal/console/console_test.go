@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -156,5 +157,28 @@ func TestHeartbeatAgeOnEngineClock(t *testing.T) {
 	}
 	if m := st.Mounts[0]; !m.Dead || m.HeartbeatAge < 59*time.Minute {
 		t.Fatalf("a session silent for an hour on the engine's clock shows age %v, dead %v", m.HeartbeatAge, m.Dead)
+	}
+}
+
+// failingEngine is an engine whose Statfs fails as a PostgreSQL engine
+// does when its server is gone, naming its URL and password.
+type failingEngine struct{ meta.Engine }
+
+func (failingEngine) Statfs(context.Context) (meta.Statfs, error) {
+	return meta.Statfs{}, errors.New("kvmeta: statfs: sqlkv: postgres://shoal:hunter2@db/shoal: connection refused")
+}
+
+// TestErrorPageMasked: a failure to read the volume is shown as the CLI
+// shows it: the password masked, internal package names gone.
+func TestErrorPageMasked(t *testing.T) {
+	_, eng := newServer(t, "", "")
+	s := New(Config{Engine: failingEngine{eng}, Format: meta.Format{Name: "vol"}})
+	for _, path := range []string{"/", "/api/status"} {
+		w := do(s, httptest.NewRequest("GET", path, nil))
+		body := w.Body.String()
+		if w.Code != http.StatusServiceUnavailable || strings.Contains(body, "hunter2") || strings.Contains(body, "sqlkv") ||
+			strings.Contains(body, "kvmeta") || !strings.Contains(body, "statfs: postgres://shoal:xxxxx@db/shoal: connection refused") {
+			t.Errorf("GET %s: %d %q", path, w.Code, body)
+		}
 	}
 }

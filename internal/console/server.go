@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"shoal/internal/meta"
+	"shoal/internal/secret"
 )
 
 // Config is what a console serves.
@@ -88,8 +89,8 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) (Status, bool) {
 	defer cancel()
 	st, err := s.collect(ctx)
 	if err != nil {
-		s.cfg.Logger.Warn("console: reading the volume failed", "err", err)
-		http.Error(w, "reading the volume failed: "+err.Error(), http.StatusServiceUnavailable)
+		s.cfg.Logger.Warn("console: reading the volume failed", "err", secret.Mask(err.Error()))
+		http.Error(w, "reading the volume failed: "+secret.Message(err), http.StatusServiceUnavailable)
 		return st, false
 	}
 	return st, true
@@ -148,7 +149,7 @@ func (s *Server) reclaim(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	n, err := ss.ReclaimSessions(ctx, meta.LegacySessionTimeout)
 	if err != nil {
-		http.Error(w, "reclaim failed: "+err.Error(), http.StatusInternalServerError)
+		http.Error(w, "reclaim failed: "+secret.Message(err), http.StatusInternalServerError)
 		return
 	}
 	s.cfg.Logger.Info("console: reclaimed dead sessions", "sessions", n, "from", r.RemoteAddr)

@@ -8,9 +8,14 @@ import (
 
 // The timed operations of metered, one per op number (metered.go).
 
+// Lookup counts a missing name as a failure: with a negative timeout FS
+// answers it with a negative entry (node id 0, status OK) for the kernel
+// to cache, but the process that asked gets ENOENT.
 func (m *metered) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
 	t := time.Now()
-	return m.done(opLookup, t, m.fs.Lookup(cancel, h, name, out))
+	st := m.fs.Lookup(cancel, h, name, out)
+	m.obs.Op(opLookup, time.Since(t), st != fuse.OK || out.NodeId == 0)
+	return st
 }
 
 func (m *metered) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {

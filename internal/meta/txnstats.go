@@ -9,8 +9,8 @@ import "time"
 type TxnStats struct {
 	Updates    int64         // read-write transactions run (one per changing operation)
 	Views      int64         // read-only transactions run
-	Retries    int64         // extra attempts of read-write transactions
-	Conflicts  int64         // read-write transactions that gave up still conflicting
+	Retries    int64         // extra attempts of read-write transactions (after a conflict or an outage alike)
+	Conflicts  int64         // read-write transactions that gave up still conflicting (cleared conflicts are only Retries)
 	Failed     int64         // read-write transactions that returned any error
 	UpdateTime time.Duration // total time in read-write transactions
 	ViewTime   time.Duration // total time in read-only transactions

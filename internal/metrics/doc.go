@@ -26,7 +26,9 @@
 //
 // Snapshot and Parse turn a registry, or a scrape of a mount's /metrics,
 // into a Snapshot of totals: `shoal stats` takes one a second and shows
-// the differences; a console can summarise mounts from it.
+// the differences, and `stats --once --json` prints one. The web console
+// does not use them: it reads what each mount publishes in its session
+// record (meta.SessionReport, filled by opstat), with or without --metrics.
 //
 // Import rules: metrics imports object, data, meta and vfs for their
 // types only, and the Prometheus client libraries; nothing below cli

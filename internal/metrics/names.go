@@ -13,9 +13,9 @@ const (
 	ObjectPutBytes  = "shoal_object_put_bytes_total"                   // bytes sent by put requests, retries included
 	EngineTxns      = "shoal_engine_transactions_total"                // by kind (update, view)
 	EngineTxnSecs   = "shoal_engine_transaction_seconds_total"         // by kind: time in transactions, retries included
-	EngineRetries   = "shoal_engine_retries_total"                     // extra attempts of update transactions (conflicts, brief outages)
+	EngineRetries   = "shoal_engine_retries_total"                     // extra attempts of update transactions (conflicts and brief outages, not told apart)
 	EngineRetrySecs = "shoal_engine_retried_transaction_seconds_total" // total time of the update transactions that retried
-	EngineConflicts = "shoal_engine_conflicts_total"                   // update transactions that gave up still conflicting
+	EngineConflicts = "shoal_engine_conflicts_total"                   // update transactions that gave up still conflicting (EIO); cleared conflicts are retries
 	EngineFailed    = "shoal_engine_failed_transactions_total"         // update transactions that returned an error (ENOENT, EEXIST... included)
 	BlocksPut       = "shoal_data_blocks_put_total"                    // block objects stored
 	BlockPutFails   = "shoal_data_block_put_failures_total"            // block uploads that failed after the store's retries (kept for a later flush)
@@ -28,7 +28,7 @@ const (
 	BufferLimit     = "shoal_write_buffer_limit_bytes"                 // the write buffer's size (--buffer-size)
 	OpenHandles     = "shoal_open_handles"                             // open file handles
 	OpenFiles       = "shoal_open_files"                               // distinct files open through this mount
-	LockedFiles     = "shoal_locked_files"                             // open files holding locks through this mount
+	LockedFiles     = "shoal_locked_files"                             // open files a lock was taken through since their open (files, not locks; unlock keeps them)
 	CompactBacklog  = "shoal_compaction_backlog"                       // chunks queued for compaction
 	CleanerBacklog  = "shoal_cleaner_backlog"                          // freed slices waiting to be deleted
 	HeartbeatAge    = "shoal_session_heartbeat_age_seconds"            // since the session's last renewal was sent; -1 without a session

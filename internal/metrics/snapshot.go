@@ -11,8 +11,9 @@ import (
 )
 
 // Snapshot is a mount's totals at one moment, as plain numbers: what
-// `shoal stats` shows (from two snapshots a second apart) and what a
-// console summarises per mount. Counters are totals since the mount
+// `shoal stats` shows (from two snapshots a second apart) and what
+// `stats --once --json` prints. (The console's per-mount figures come
+// from meta.SessionReport instead.) Counters are totals since the mount
 // started; the rest are gauges.
 type Snapshot struct {
 	Uptime float64 `json:"uptime_seconds"`

@@ -69,7 +69,7 @@ func collectData(ch chan<- prometheus.Metric, s data.Stats) {
 func collectVFS(ch chan<- prometheus.Metric, s vfs.Stats) {
 	emit(ch, OpenHandles, "Open file handles.", gauge, float64(s.OpenHandles))
 	emit(ch, OpenFiles, "Distinct files open through this mount.", gauge, float64(s.OpenFiles))
-	emit(ch, LockedFiles, "Open files holding locks through this mount.", gauge, float64(s.LockedFiles))
+	emit(ch, LockedFiles, "Open files through which this mount took a lock since they were opened (files, not locks; only the last close lowers it).", gauge, float64(s.LockedFiles))
 	emit(ch, CompactBacklog, "Chunks queued for compaction.", gauge, float64(s.CompactionBacklog))
 	emit(ch, CleanerBacklog, "Freed slices waiting to be deleted.", gauge, float64(s.CleanerBacklog))
 	age := -1.0
@@ -85,8 +85,8 @@ func collectEngine(ch chan<- prometheus.Metric, s meta.TxnStats) {
 	emit(ch, EngineTxns, txnHelp, counter, float64(s.Views), "kind", "view")
 	emit(ch, EngineTxnSecs, secHelp, counter, s.UpdateTime.Seconds(), "kind", "update")
 	emit(ch, EngineTxnSecs, secHelp, counter, s.ViewTime.Seconds(), "kind", "view")
-	emit(ch, EngineRetries, "Extra attempts of update transactions.", counter, float64(s.Retries))
+	emit(ch, EngineRetries, "Extra attempts of update transactions (after a conflict or a brief outage).", counter, float64(s.Retries))
 	emit(ch, EngineRetrySecs, "Total time of the update transactions that retried.", counter, s.RetryTime.Seconds())
-	emit(ch, EngineConflicts, "Update transactions that gave up still conflicting.", counter, float64(s.Conflicts))
+	emit(ch, EngineConflicts, "Update transactions that gave up still conflicting after the retry bound (the operation failed); conflicts a retry cleared count as retries.", counter, float64(s.Conflicts))
 	emit(ch, EngineFailed, "Update transactions that returned an error.", counter, float64(s.Failed))
 }

@@ -1,7 +1,7 @@
 // Package secret keeps passwords and keys out of everything Shoal shows or
 // stores: command lines, messages, logs, status output, settings and dumps.
 //
-// It owns three things:
+// It owns four things:
 //
 //   - Mask, the one masking function every command applies to what it
 //     prints: it hides the password of any URL in a text
@@ -22,6 +22,10 @@
 //     password is visible for a few milliseconds; the environment and a
 //     password file avoid even that window, which is why the docs
 //     recommend them.
+//   - Message, what a person is shown of an error, by the CLI (on stderr)
+//     and the web console (in its error pages) alike: Mask, then the
+//     internal package names errors start with ("sqlkv: ", "metrics: ")
+//     removed. It lives here, the lowest package both import.
 //
 // Import rules: secret imports the standard library only.
 package secret

@@ -7,7 +7,7 @@ import "time"
 type Stats struct {
 	OpenHandles       int // open file handles (one per open(2) the kernel passed on)
 	OpenFiles         int // distinct inodes with open handles
-	LockedFiles       int // open files holding a POSIX, OFD or flock lock through this mount
+	LockedFiles       int // open files a POSIX, OFD or flock lock was taken through since their open (an unlock keeps them; the last close drops them)
 	CompactionBacklog int // chunks queued for compaction
 	CleanerBacklog    int // freed slices the cleaner last saw waiting for deletion
 	// HeartbeatAge is the time since the session's last renewal was sent;

@@ -36,9 +36,11 @@
 // Options.Secret, refusing a wrong secret before any object is read, and
 // stores blocks through object.WithEncryption instead of
 // object.WithChecksum (BlockStore) and metadata backups through it too
-// (Volume.Sealed). The store order on the write path is data → (compress)
-// → encrypt or checksum → retry → backend. Rotate rewraps the data key
-// under a new secret.
+// (Volume.Sealed). The store order on the write path (blocks.go,
+// objects.go) is, on a plain volume, data → checksum → (compress) → retry
+// → (hook) → backend, and on an encrypted one data → (compress) → encrypt
+// → retry → (hook) → backend: the hook sees every attempt. Rotate rewraps
+// the data key under a new secret.
 //
 // Test hook: SHOAL_TEST_CLOCK_SKEW=DURATION (ClockSkewEnv) shifts the wall
 // clock of every engine opened here, as on a machine whose clock is off.

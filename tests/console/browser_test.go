@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,15 +17,25 @@ import (
 	"shoal/internal/testutil"
 )
 
-// chromium is the headless browser the pages are loaded in.
-const chromium = "/usr/bin/chromium"
+// chromium returns the headless browser the pages are loaded in, found
+// on PATH as the bench lab finds it (Debian's chromium, Ubuntu's
+// chromium-browser). Without one the test fails: the console is only
+// proven by rendering it.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("headless Chromium is needed: neither chromium nor chromium-browser is on PATH (apt-get install chromium)")
+	return ""
+}
 
 // dumpDOM loads url in headless Chromium and returns the DOM it built.
 func dumpDOM(t *testing.T, url string) string {
 	t.Helper()
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("headless Chromium is needed (apt-get install chromium): %v", err)
-	}
+	chromium := chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
@@ -101,25 +110,25 @@ func statusFigures(t *testing.T, metaURL string) (space, inodes uint64, sessions
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}
-	usage, _ := field(doc, "usage").(map[string]any)
-	space, inodes = number(field(usage, "usedspace")), number(field(usage, "usedinodes"))
-	list, _ := field(doc, "sessions").([]any)
+	usage, _ := field(t, doc, "usage").(map[string]any)
+	space, inodes = number(field(t, usage, "used_space")), number(field(t, usage, "used_inodes"))
+	list, _ := field(t, doc, "sessions").([]any)
 	for _, s := range list {
 		obj, _ := s.(map[string]any)
-		sessions = append(sessions, number(field(obj, "id")))
+		sessions = append(sessions, number(field(t, obj, "id")))
 	}
 	return space, inodes, sessions
 }
 
-// field finds key in obj ignoring case and underscores (status --json
-// spells keys either way).
-func field(obj map[string]any, key string) any {
-	for k, v := range obj {
-		if strings.ReplaceAll(strings.ToLower(k), "_", "") == key {
-			return v
-		}
+// field is obj's value at key, exactly as status --json spells it
+// (snake_case, docs/cli.md); a missing key fails the test.
+func field(t *testing.T, obj map[string]any, key string) any {
+	t.Helper()
+	v, ok := obj[key]
+	if !ok {
+		t.Fatalf("status --json has no key %q in %v", key, obj)
 	}
-	return nil
+	return v
 }
 
 func number(v any) uint64 {

@@ -84,6 +84,7 @@ func testConsole(t *testing.T, v *testutil.Volume) {
 	}
 	t.Logf("the second mount appeared on the page %v after mounting", time.Since(mounted).Round(time.Millisecond))
 	checkMatchesStatus(t, url, v.MetaURL)
+	checkRows(t, url, v.MetaURL)
 
 	testutil.MustRun(t, "gc", "--dry-run", v.MetaURL)
 	p = parsePage(t, dumpDOM(t, url))

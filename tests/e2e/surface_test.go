@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +16,7 @@ import (
 
 // internalName matches what users must not see in messages: internal
 // package prefixes and the log lines of libraries.
-var internalName = regexp.MustCompile(`\b(?:sqlkv|rediskv|memkv|kvmeta|kvopen|kv|filestore|s3store|memstore|objopen|keyring|identity|vfs|fusefs|volume): |(?m)^\w+: \d{4}/\d\d/\d\d |level=`)
+var internalName = regexp.MustCompile(`\b(?:sqlkv|rediskv|memkv|kvmeta|kvopen|kv|filestore|s3store|memstore|objopen|keyring|identity|vfs|fusefs|volume|metrics|journal|takeover|opstat): |(?m)^\w+: \d{4}/\d\d/\d\d |level=`)
 
 // TestCLIExitCodes runs every command with a usage error (exit 2) and,
 // where it reads a volume, with a volume that is not there (exit 4), as
@@ -37,6 +39,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{"key", "rotate"}, {"bench", "--no-such-flag"}, {"bench", "--progress=sometimes", dir},
 		{"install", "extra"}, {"completion"}, {"completion", "no-such-shell"},
 		{"status", "nosuch://x"}, {"fsck", "no-scheme"}, {"mount", "nosuch://x", dir},
+		{"console"}, {"console", "a", "b"}, {"stats"},
 	}
 	notFound := [][]string{
 		{"mount", missing, dir}, {"mount", "--background", missing, dir}, {"umount", dir},
@@ -45,7 +48,8 @@ func TestCLIExitCodes(t *testing.T) {
 		{"quota", "list", missing}, {"quota", "get", missing, "--path", "/a"},
 		{"quota", "set", missing, "--path", "/a", "--inodes", "5"}, {"quota", "delete", missing, "--path", "/a"},
 		{"key", "rotate", missing, "--passphrase-file", pw, "--new-passphrase-file", pw},
-		{"bench", "mass", filepath.Join(dir, "no-such-dir")},
+		{"bench", "mass", filepath.Join(dir, "no-such-dir")}, {"console", missing},
+		{"console", "--listen", "127.0.0.1:0", missing},
 	}
 	check := func(args []string, want int) {
 		res := testutil.Run(t, args...)
@@ -137,11 +141,15 @@ func badJSONKeys(t *testing.T, what, doc string) []string {
 // --html says where it wrote the report.
 func TestCLIJSONSnakeCase(t *testing.T) {
 	v := testutil.NewVolumeWith(t, testutil.VolumeConfig{ExtraFormatArgs: []string{"--capacity", "1G", "--compress", "zstd"}})
-	m := v.Mount(t)
+	m := v.Mount(t, "--metrics", "127.0.0.1:0", "--console", "127.0.0.1:0")
 	if err := os.WriteFile(m.Path("f"), []byte("some data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	outputs := map[string]string{"status": testutil.MustRun(t, "status", "--json", v.MetaURL).Stdout}
+	outputs := map[string]string{
+		"status":              testutil.MustRun(t, "status", "--json", v.MetaURL).Stdout,
+		"stats --once":        testutil.MustRun(t, "stats", "--once", "--json", m.Dir).Stdout,
+		"console /api/status": getConsoleStatus(t, m),
+	}
 	m.Unmount(t)
 	outputs["fsck"] = testutil.MustRun(t, "fsck", "--json", v.MetaURL).Stdout
 	outputs["gc"] = testutil.MustRun(t, "gc", "--json", "--dry-run", v.MetaURL).Stdout
@@ -199,4 +207,26 @@ func TestCLIFailureMessages(t *testing.T) {
 			t.Errorf("%s: want one line starting 'shoal: ', got:\n%s", c.what, msg)
 		}
 	}
+}
+
+// consoleAddr is where a mount's log says its console listens.
+var consoleAddr = regexp.MustCompile(`web console listening" addr=(http://[0-9.:]+/)`)
+
+// getConsoleStatus returns the body of m's console's /api/status.
+func getConsoleStatus(t *testing.T, m *testutil.Mount) string {
+	t.Helper()
+	found := consoleAddr.FindStringSubmatch(m.LogText())
+	if found == nil {
+		t.Fatalf("the mount does not log its console's address:\n%s", m.LogText())
+	}
+	resp, err := http.Get(found[1] + "api/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %sapi/status: %v %s", found[1], err, resp.Status)
+	}
+	return string(body)
 }

@@ -319,7 +319,7 @@ func (e *Engine) Load(ctx context.Context) (meta.Format, error) {
 		return err
 	})
 	if err != nil {
-		return meta.Format{}, wrap(err, "load")
+		return meta.Format{}, wrap(err, "reading the volume settings")
 	}
 	e.setFormat(f)
 	if err := e.refreshQuotas(ctx); err != nil {

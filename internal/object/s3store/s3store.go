@@ -19,7 +19,9 @@ import (
 )
 
 // maxBuffered is the largest Put body read into memory first (so minio-go
-// can sign and retry it); larger bodies stream and are tried once.
+// can sign it with its length and hash); larger bodies stream. minio-go
+// makes one attempt either way (DefaultMaxRetries): the volume's one retry
+// policy (volume.OpenStore) retries above the store.
 const maxBuffered = 16 << 20
 
 // bufPool recycles Put buffers of block size (4 MiB).
