@@ -114,6 +114,10 @@ const (
 	// open records; without it only the creator's record can exist, and
 	// the creator may know its fate. Set on record, never cleared.
 	flagOpened
+	// flagTrash: the directory is the trash (/.trash) or one of its hour
+	// directories (trash.go): nothing may be created in it, and an
+	// unlink in it deletes for good. Set when the trash makes it.
+	flagTrash
 )
 
 // encodeAttr encodes a with no flags and generation 0; see encodeRecord.
