@@ -34,7 +34,9 @@ func TestCLIExitCodes(t *testing.T) {
 		{"status"}, {"fsck"}, {"fsck", missing, "--progress", "sometimes"}, {"gc"},
 		{"gc", missing, "--grace", "-1h"}, {"dump", missing}, {"load", missing},
 		{"claims"}, {"quota"}, {"quota", "no-such"}, {"quota", "list"}, {"key"},
-		{"key", "rotate"}, {"bench", "--no-such-flag"}, {"bench", "--progress=sometimes", dir},
+		{"key", "rotate"}, {"trash"}, {"trash", "no-such"}, {"trash", "list"}, {"trash", "days", missing, "x"},
+		{"trash", "restore", missing}, {"trash", "restore", missing, "--all", "--hour", "yesterday"},
+		{"trash", "empty", missing, "--older-than", "soon"}, {"bench", "--no-such-flag"}, {"bench", "--progress=sometimes", dir},
 		{"install", "extra"}, {"completion"}, {"completion", "no-such-shell"},
 		{"status", "nosuch://x"}, {"fsck", "no-scheme"}, {"mount", "nosuch://x", dir},
 	}
@@ -45,6 +47,8 @@ func TestCLIExitCodes(t *testing.T) {
 		{"quota", "list", missing}, {"quota", "get", missing, "--path", "/a"},
 		{"quota", "set", missing, "--path", "/a", "--inodes", "5"}, {"quota", "delete", missing, "--path", "/a"},
 		{"key", "rotate", missing, "--passphrase-file", pw, "--new-passphrase-file", pw},
+		{"trash", "list", missing}, {"trash", "days", missing, "1"}, {"trash", "restore", missing, "--all"},
+		{"trash", "empty", missing},
 		{"bench", "mass", filepath.Join(dir, "no-such-dir")},
 	}
 	check := func(args []string, want int) {
