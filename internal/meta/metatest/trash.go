@@ -1,6 +1,7 @@
 package metatest
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,6 +61,7 @@ func testTrash(t *testing.T, newEngine Factory) {
 	t.Run("Unlink", func(t *testing.T) { testTrashUnlink(t, newEngine) })
 	t.Run("Restore", func(t *testing.T) { testTrashRestore(t, newEngine) })
 	t.Run("Empty", func(t *testing.T) { testTrashEmpty(t, newEngine) })
+	t.Run("Dump", func(t *testing.T) { testTrashDump(t, newEngine) })
 	t.Run("Days", func(t *testing.T) {
 		v, tr := openTrash(t, newEngine, 0)
 		v.check(tr.SetTrashDays(v.ctx, 3), "set trash days")
@@ -287,4 +289,34 @@ func (v *env) orphans() []meta.Ino {
 		out = append(out, o.Ino)
 	}
 	return out
+}
+
+// testTrashDump: a dump restored into another engine keeps the trash, its
+// entries and its refusal of creates.
+func testTrashDump(t *testing.T, newEngine Factory) {
+	v, _ := openTrash(t, newEngine, 1)
+	d, ok := v.e.(meta.Dumper)
+	if !ok {
+		t.Skip("engine has no dump")
+	}
+	v.file(meta.RootIno, "f")
+	_, err := v.e.Unlink(v.ctx, meta.RootIno, "f")
+	v.check(err, "unlink")
+	var buf bytes.Buffer
+	v.check(d.Dump(v.ctx, &buf), "dump")
+	e2 := newEngine(t)
+	t.Cleanup(func() { _ = e2.Close() })
+	v.check(e2.(meta.Dumper).Restore(v.ctx, &buf), "restore")
+	w := &env{t: t, e: e2, ctx: v.ctx}
+	f, err := e2.Load(v.ctx)
+	w.check(err, "load")
+	if f.TrashDays != 1 {
+		t.Fatalf("restored trash_days %d", f.TrashDays)
+	}
+	ents := w.trashEntries(e2.(meta.Trash))
+	if len(ents) != 1 {
+		t.Fatalf("restored trash holds %v", ents)
+	}
+	_, err = e2.Mknod(v.ctx, meta.MknodRequest{Parent: w.trashDir().Ino, Name: "x", Type: meta.TypeFile, Mode: 0o644, Exclusive: true})
+	w.wantErrno(err, syscall.EPERM, "mknod in the restored /.trash")
 }
