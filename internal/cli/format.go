@@ -41,10 +41,16 @@ writes anything, and refuses to overwrite an existing volume unless --force.`,
   SHOAL_META_PASSWORD=... AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... \
     shoal format postgres://shoal@db1:5432/shoal --storage s3 --bucket http://s3.lan:9000/shoal
   shoal format sqlite:///srv/meta.db --storage file --bucket /srv/objects --block-size 1M
-  shoal format sqlite:///srv/meta.db --compress zstd`,
+  shoal format sqlite:///srv/meta.db --compress zstd
+  shoal format sqlite:///srv/meta.db --trash-days 1`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.BlockSize, o.Capacity = int(blockSize), uint64(capacity)
+			if !cmd.Flags().Changed("trash-days") {
+				o.TrashDays = -1 // --force keeps the volume's; a new one has none
+			} else if o.TrashDays < 0 {
+				return withCode(ExitUsage, errors.New("format: --trash-days must be 0 (off) or more"))
+			}
 			if err := formatSecret(&o, encrypt, &sf); err != nil {
 				return err
 			}
@@ -65,6 +71,7 @@ writes anything, and refuses to overwrite an existing volume unless --force.`,
 	fl.Var(sizeFlag{&capacity}, "capacity", "space quota of the volume, e.g. 100G (default unlimited)")
 	fl.Uint64Var(&o.Inodes, "inodes", 0, "inode quota of the volume (default unlimited)")
 	fl.StringVar(&o.Compression, "compress", "none", "compress blocks: none, zstd or lz4 (incompressible blocks are stored as they are)")
+	fl.IntVar(&o.TrashDays, "trash-days", 0, "keep deleted files in /.trash this many days; 1 is the usual value (default 0: off; see 'shoal trash')")
 	fl.BoolVar(&o.Force, "force", false, "replace the settings of an existing volume (its files are kept)")
 	fl.BoolVar(&encrypt, "encrypt", false, "encrypt every object at rest under a key wrapped by the passphrase or key file (docs/admin.md)")
 	sf.register(fl)

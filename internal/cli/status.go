@@ -124,6 +124,7 @@ func printStatus(w io.Writer, f meta.Format, st meta.Statfs) {
 	fmt.Fprintf(w, "Block size  %s\n", humanBytes(int64(f.BlockSize)))
 	fmt.Fprintf(w, "Used space  %s of %s\n", humanBytes(int64(st.UsedSpace)), limit(st.TotalSpace, f.Capacity != 0))
 	fmt.Fprintf(w, "Inodes      %d of %s\n", st.UsedInodes, limitCount(st.TotalInodes, f.Inodes != 0))
+	fmt.Fprintf(w, "Trash       %s\n", trashSetting(f.TrashDays))
 }
 
 func limit(n uint64, set bool) string {

@@ -4,8 +4,9 @@
 // that do not depend on an engine (posix.go; POSIX ACLs in acl.go: the xattr
 // codec, mode sync, inheritance and the access check). Optional
 // capabilities engines may have are found by type assertion: admin work
-// (admin.go), sessions and locks (session.go), and what the web console
-// reads (report.go: a mount's published activity, the last admin runs).
+// (admin.go), sessions and locks (session.go), the trash of deleted files
+// (trash.go), and what the web console reads (report.go: a mount's
+// published activity, the last admin runs).
 //
 // Invariants every engine keeps:
 //   - Each Engine method is one file-system operation and is atomic: it

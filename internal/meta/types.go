@@ -159,6 +159,11 @@ type Format struct {
 	// "zstd"/"lz4" (every block a compression frame, docs/format.md).
 	// Volumes with compression are format version 3.
 	Compression string `json:"compression,omitempty"`
+	// TrashDays keeps deleted files in /.trash for this many days
+	// (docs/admin.md, "Trash"); 0, the default, deletes them at once.
+	// It is a setting, not a layout change: settings written before it
+	// existed decode as 0, and the format version does not change.
+	TrashDays int `json:"trash_days,omitempty"`
 
 	// Encryption is set on a volume whose objects are encrypted at rest
 	// (docs/admin.md); nil on a plain volume.

@@ -28,7 +28,12 @@ type cleaner struct {
 	// backlog is len(first) after the last tick: freed slices waiting
 	// (Stats reads it from other goroutines).
 	backlog atomic.Int64
+	// expired is when the trash was last expired.
+	expired time.Time
 }
+
+// trashEvery is how often a mount expires the trash.
+const trashEvery = time.Minute
 
 // cleanWindow is how many freed slices one tick looks at.
 const cleanWindow = 100000
@@ -43,7 +48,9 @@ func (c *cleaner) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := c.clean(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			now := time.Now()
+			c.expireTrash(ctx, now)
+			if err := c.clean(ctx, now); err != nil && ctx.Err() == nil {
 				c.fs.log.Warn("deleting freed data failed; will retry", "err", err)
 			}
 		}
@@ -106,4 +113,20 @@ func (c *cleaner) mayDelete(ctx context.Context) bool {
 		c.fs.log.Warn("freed data is kept, not deleted", "reason", err)
 	}
 	return false
+}
+
+// expireTrash empties the expired part of the trash, once per trashEvery.
+func (c *cleaner) expireTrash(ctx context.Context, now time.Time) {
+	tr, ok := c.fs.engine.(meta.Trash)
+	if !ok || now.Sub(c.expired) < trashEvery {
+		return
+	}
+	c.expired = now
+	n, err := tr.ExpireTrash(ctx, now)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		c.fs.log.Warn("emptying the trash failed; will retry", "err", err)
+	case n > 0:
+		c.fs.log.Info("emptied expired trash", "files", n)
+	}
 }

@@ -66,7 +66,9 @@
 // refetches the slice list and retries once. Before each batch of deletes
 // it asks Config.MayDelete: while the volume shares its bucket with
 // another (a copy loaded from a dump, see internal/identity) nothing is
-// deleted and the slices stay freed until it does not.
+// deleted and the slices stay freed until it does not. About once a
+// minute it also expires the trash (meta.Trash.ExpireTrash), whose deleted
+// files free their slices the same way.
 //
 // Stats (stats.go) reports the mount's gauges on demand for metrics: open
 // handles and files, locked files, the compaction queue, the cleaner's

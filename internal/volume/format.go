@@ -31,6 +31,9 @@ type FormatOptions struct {
 	Secret []byte
 	// Compression of the volume's blocks: "none" (or ""), "zstd", "lz4".
 	Compression string
+	// TrashDays keeps deleted files this many days (meta.Format.TrashDays;
+	// 0: off). Negative keeps an existing volume's setting (0 for a new one).
+	TrashDays int
 }
 
 // Format creates a volume at metaURL. It connects to the engine, refuses an
@@ -62,6 +65,9 @@ func Format(ctx context.Context, metaURL string, o FormatOptions) (meta.Format, 
 		// New settings for the same volume: its files, and so its
 		// identity in the bucket, are kept.
 		f.UUID, f.Created = old.UUID, old.Created
+		if o.TrashDays < 0 {
+			f.TrashDays = old.TrashDays
+		}
 	}
 	if f.Encryption, err = encryptionFor(old, existing, o.Secret); err != nil {
 		return meta.Format{}, err
@@ -145,6 +151,7 @@ func newFormat(metaURL string, o FormatOptions) (meta.Format, error) {
 		Name: o.Name, UUID: newUUID(), Version: meta.CurrentFormatVersion,
 		Storage: o.Storage, Bucket: o.Bucket, BlockSize: o.BlockSize,
 		Capacity: o.Capacity, Inodes: o.Inodes, Created: time.Now().UTC(),
+		TrashDays: max(o.TrashDays, 0),
 	}
 	if f.Storage == "" {
 		f.Storage = "file"

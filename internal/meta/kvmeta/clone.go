@@ -180,7 +180,7 @@ func (c *copier) copyInodes() error {
 		if err != nil {
 			return err
 		}
-		flags := attrFlags(raw) &^ (flagOpened | flagFrozen)
+		flags := attrFlags(raw) &^ (flagOpened | flagFrozen | flagTrash)
 		if err := c.copyData(src, cp, &a, flags); err != nil {
 			return err
 		}

@@ -135,6 +135,7 @@ func (e *Engine) flushLoop(every time.Duration) {
 			_ = e.flushUsage(context.Background())
 			if ticks%quotaRefresh == 0 && e.cachedFormat() != nil {
 				_ = e.refreshQuotas(context.Background())
+				_ = e.refreshTrashDays(context.Background())
 			}
 		}
 	}

@@ -127,6 +127,9 @@ func (t *txn) mknod(ino meta.Ino, req meta.MknodRequest) (meta.Entry, error) {
 		}
 		return meta.Entry{Ino: old, Attr: *a}, nil
 	}
+	if err := t.refuseTrash(req.Parent); err != nil {
+		return meta.Entry{}, err
+	}
 	if err := t.access(req.Parent, p, meta.MayWrite|meta.MayExec); err != nil {
 		return meta.Entry{}, err
 	}
@@ -194,6 +197,9 @@ func (e *Engine) Link(ctx context.Context, ino meta.Ino, parent meta.Ino, name s
 		}
 		if _, _, err := t.lookup(parent, name); err != syscall.ENOENT {
 			return firstErr(err, syscall.EEXIST)
+		}
+		if err := t.refuseTrash(parent); err != nil {
+			return err
 		}
 		if err := t.access(parent, p, meta.MayWrite|meta.MayExec); err != nil {
 			return err

@@ -90,6 +90,15 @@
 // for renames and links across quota trees. A volume without limits and
 // without directory quotas pays neither: no extra read, no extra write.
 //
+// # Trash
+//
+// With Format.TrashDays set, the last unlink of a file or symlink (and a
+// rename over one) moves it into /.trash/HOUR/ in the same transaction
+// instead of deleting it; the trash directories carry an attr flag that
+// refuses creates and makes unlinks in them final. The Engine implements
+// meta.Trash (list, restore, empty, expire, set the days); trash.go has
+// the design, trash_admin.go the admin side.
+//
 // # Sessions and locks
 //
 // The Engine implements meta.Sessions and meta.Locker (session.go,

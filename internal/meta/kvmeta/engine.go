@@ -37,6 +37,9 @@ type Engine struct {
 	// capacity and inodeLimit are the cached format's volume limits,
 	// read without the lock by every operation's quota check.
 	capacity, inodeLimit atomic.Uint64
+	// trashDays is the cached Format.TrashDays (trash.go), re-read
+	// with the quota list.
+	trashDays atomic.Int64
 
 	chunks chunkCache  // decoded slice lists (version 2 volumes)
 	txns   txnCounters // transaction counters (txnstats.go)
@@ -140,6 +143,9 @@ type txn struct {
 	// are not recorded); charges are the operation's usage changes.
 	quotas  map[meta.Ino]bool
 	charges []quotaCharge
+	// trash is set on a volume with the trash on, in the operations that
+	// may move a file there (Unlink, Rename): see trash.go.
+	trash *trashSlot
 	// cache is the engine's chunk cache on a volume of format version 2
 	// or later, nil before: it also says that new records may go under
 	// appended chunk keys (see chunk.go and chunkcache.go).
@@ -352,6 +358,7 @@ func (e *Engine) setFormat(f meta.Format) {
 	e.format = &f
 	e.capacity.Store(f.Capacity)
 	e.inodeLimit.Store(f.Inodes)
+	e.trashDays.Store(int64(f.TrashDays))
 }
 
 func (e *Engine) cachedFormat() *meta.Format {

@@ -120,6 +120,10 @@ const (
 	// nothing may change it or its entries (EROFS), except the snapshot
 	// commands themselves (frozen.go). Set when the snapshot is taken.
 	flagFrozen
+	// flagTrash: the directory is the trash (/.trash) or one of its hour
+	// directories (trash.go): nothing may be created in it, and an
+	// unlink in it deletes for good. Set when the trash makes it.
+	flagTrash
 )
 
 // encodeAttr encodes a with no flags and generation 0; see encodeRecord.

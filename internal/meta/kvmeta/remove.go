@@ -15,22 +15,43 @@ func (e *Engine) Unlink(ctx context.Context, parent meta.Ino, name string) (meta
 	if err := meta.CheckName(name); err != nil {
 		return meta.Removed{}, err
 	}
+	ids, err := e.trashIDs(ctx)
+	if err != nil {
+		return meta.Removed{}, wrap(err, "unlink %d/%q", parent, name)
+	}
 	var rm meta.Removed
-	err := e.update(ctx, func(t *txn) error {
+	var slot *trashSlot
+	err = e.update(ctx, func(t *txn) error {
+		slot = slotFor(ids)
+		t.trash = slot
 		p, ino, a, err := t.entryToRemove(parent, name, false)
 		if err != nil {
 			return err
 		}
 		// The inode first: its reads (is it open elsewhere? its chunks)
 		// then go out before any write is buffered (see sqlkv batching).
-		if rm, err = t.dropLink(ino, a); err != nil {
+		if rm, err = t.removeLast(parent, name, ino, a); err != nil {
 			return err
 		}
 		t.tx.Delete(dentryKey(parent, name))
 		t.touchDir(parent, p)
 		return nil
 	})
+	e.giveBackIDs(ids, usedIDs(slot))
 	return rm, wrap(err, "unlink %d/%q", parent, name)
+}
+
+// removeLast takes the name parent/name from non-directory ino: to the
+// trash when it is the last name of a file the trash keeps (trash.go),
+// else dropLink. The caller removes or replaces the entry.
+func (t *txn) removeLast(parent meta.Ino, name string, ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
+	if t.toTrash(parent, a) {
+		rm, ok, err := t.moveToTrash(parent, name, ino, a)
+		if err != nil || ok {
+			return rm, err
+		}
+	}
+	return t.dropLink(ino, a)
 }
 
 // entryToRemove finds parent/name for unlink or rmdir and applies

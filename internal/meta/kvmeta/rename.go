@@ -25,12 +25,20 @@ func (e *Engine) Rename(ctx context.Context, req meta.RenameRequest) (meta.Remov
 	if err := checkRenameNames(req); err != nil {
 		return meta.Removed{}, err
 	}
+	ids, err := e.trashIDs(ctx)
+	if err != nil {
+		return meta.Removed{}, wrap(err, "rename %d/%q", req.OldParent, req.OldName)
+	}
 	var rm meta.Removed
-	err := e.update(ctx, func(t *txn) error {
+	var slot *trashSlot
+	err = e.update(ctx, func(t *txn) error {
+		slot = slotFor(ids)
+		t.trash = slot
 		var err error
 		rm, err = t.rename(req)
 		return err
 	})
+	e.giveBackIDs(ids, usedIDs(slot))
 	return rm, wrap(err, "rename %d/%q to %d/%q", req.OldParent, req.OldName, req.NewParent, req.NewName)
 }
 
@@ -61,6 +69,9 @@ func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
 			return meta.Removed{}, syscall.EEXIST
 		}
 		return meta.Removed{}, nil
+	}
+	if err := t.refuseTrashRename(req.Flags, src, dst); err != nil {
+		return meta.Removed{}, err
 	}
 	if err := t.checkRename(req.Flags, src, dst); err != nil {
 		return meta.Removed{}, err
@@ -176,7 +187,7 @@ func (t *txn) isAncestor(anc, dir meta.Ino) (bool, error) {
 // replaceTarget removes the entry rename overwrites.
 func (t *txn) replaceTarget(dst renameSide) (meta.Removed, error) {
 	if dst.attr.Type != meta.TypeDir {
-		return t.dropLink(dst.ino, dst.attr)
+		return t.removeLast(dst.parent, dst.name, dst.ino, dst.attr)
 	}
 	if dst.dir.Nlink > 2 {
 		dst.dir.Nlink--
@@ -216,4 +227,21 @@ func (t *txn) exchange(src, dst renameSide) {
 		renameSide{parent: src.parent, dir: src.dir})
 	t.touchDir(src.parent, src.dir)
 	t.touchDir(dst.parent, dst.dir)
+}
+
+// refuseTrashRename is EPERM for a rename that would put an entry into a
+// trash directory (either way, with RENAME_EXCHANGE) or move one of the
+// trash directories themselves. Moving a file out of the trash is a
+// rename like any other.
+func (t *txn) refuseTrashRename(flags uint32, src, dst renameSide) error {
+	if err := t.refuseTrash(dst.parent); err != nil {
+		return err
+	}
+	if t.flags[src.ino]&flagTrash != 0 {
+		return syscall.EPERM
+	}
+	if flags&meta.RenameExchange != 0 {
+		return t.refuseTrash(src.parent)
+	}
+	return nil
 }

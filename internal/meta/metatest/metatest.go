@@ -58,6 +58,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Statfs", testStatfs},
 		{"VolumeQuota", testVolumeQuota},
 		{"DirQuota", testDirQuota},
+		{"Trash", testTrash},
 		{"ReaddirPaging", testReaddirPaging},
 		{"Concurrency", testConcurrency},
 		{"Admin", testAdmin},
