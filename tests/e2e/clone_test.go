@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -27,17 +28,25 @@ func TestClone(t *testing.T) {
 	ok(t, os.Link(a.Path("site/big"), a.Path("site/img/big-link")), "link")
 	ok(t, os.Symlink("img/x", a.Path("site/ln")), "symlink")
 
-	// A file being written: its acknowledged bytes are in the clone.
-	f, err := os.OpenFile(a.Path("site/open"), os.O_CREATE|os.O_WRONLY, 0o644)
-	ok(t, err, "create")
-	_, err = f.Write([]byte("written before the clone"))
-	ok(t, err, "write")
+	// A file being written by a process that holds it open: its
+	// acknowledged bytes are in the clone.
+	hold := testutil.HelperCmd(t, nil, "hold", a.Path("site/open"), "written before the clone")
+	stdin, err := hold.StdinPipe()
+	ok(t, err, "stdin pipe")
+	out, err := hold.StdoutPipe()
+	ok(t, err, "stdout pipe")
+	ok(t, hold.Start(), "start holder")
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "held\n" {
+		t.Fatalf("holder said %q", line)
+	}
 	res := testutil.MustRun(t, "clone", a.Path("site/open"), a.Path("open2"))
 	if !strings.Contains(res.Stdout, "cloned") {
 		t.Errorf("clone printed %q", res.Stdout)
 	}
 	wantContent(t, a.Path("open2"), []byte("written before the clone"))
-	ok(t, f.Close(), "close")
+	stdin.Close()
+	ok(t, hold.Wait(), "holder")
 
 	start := time.Now()
 	testutil.MustRun(t, "clone", a.Path("site"), a.Path("site2"))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"syscall"
@@ -159,4 +160,26 @@ func laterLook(path string, want []byte) string {
 	}
 	_ = unix.Stat(path, &st)
 	return fmt.Sprintf("; stat size right after: %d; after 1.5 s: size %d, re-read: %s", sizeNow, st.Size, verdict)
+}
+
+// helperHold writes TEXT to PATH and keeps the file open, without closing
+// or syncing it, until its stdin closes: hold PATH TEXT. It prints "held"
+// once written. A process that never forks keeps its writes unflushed
+// (a fork+exec closes inherited descriptors, which flushes them).
+func helperHold(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: hold PATH TEXT")
+		return 2
+	}
+	f, err := os.OpenFile(args[0], os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = f.Write([]byte(args[1]))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("held")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
 }

@@ -13,5 +13,6 @@ func TestMain(m *testing.M) {
 	syscall.Umask(0)
 	testutil.RegisterHelper("op", helperOp)
 	testutil.RegisterHelper("writer", helperWriter)
+	testutil.RegisterHelper("hold", helperHold)
 	os.Exit(testutil.Main(m))
 }
