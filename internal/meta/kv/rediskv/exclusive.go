@@ -47,7 +47,7 @@ var (
 	// errFreezeLost: an Exclusive's freeze lapsed (its TTL ran out or it
 	// was removed) before its commit, so others may have written; fn's
 	// result was not committed.
-	errFreezeLost = fmt.Errorf("rediskv: Exclusive lost its freeze before committing (held up longer than %v?): nothing was written", freezeTTL)
+	errFreezeLost = errors.New("rediskv: Exclusive lost its freeze before committing (stalled past its TTL?): nothing was written")
 )
 
 // refreshScript extends the freeze's TTL (ARGV[2] ms) if it still holds
@@ -144,7 +144,7 @@ func (s *Store) freeze(ctx context.Context) (*freezeHold, kv.Class, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	f := &freezeHold{s: s, token: hex.EncodeToString(b[:]), stop: make(chan struct{}), done: make(chan struct{})}
-	ok, err := s.client.SetNX(ctx, s.keys.freeze(), f.token, freezeTTL).Result()
+	ok, err := s.client.SetNX(ctx, s.keys.freeze(), f.token, s.freezeTTL).Result()
 	if err != nil {
 		close(f.done)
 		f.release(ctx) // the SET may have been applied
@@ -157,11 +157,12 @@ func (s *Store) freeze(ctx context.Context) (*freezeHold, kv.Class, error) {
 	return f, kv.Fatal, nil
 }
 
-// refresh extends the freeze's TTL every freezeTTL/3 until stopped or
+// refresh extends the freeze's TTL every third of it until stopped or
 // until the freeze is found gone (the commit then refuses).
 func (f *freezeHold) refresh() {
 	defer close(f.done)
-	tick := time.NewTicker(freezeTTL / 3)
+	ttl := f.s.freezeTTL
+	tick := time.NewTicker(ttl / 3)
 	defer tick.Stop()
 	for {
 		select {
@@ -169,8 +170,8 @@ func (f *freezeHold) refresh() {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), freezeTTL/3)
-		n, err := f.s.client.Eval(ctx, refreshScript, []string{f.s.keys.freeze()}, f.token, freezeTTL.Milliseconds()).Int()
+		ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+		n, err := f.s.client.Eval(ctx, refreshScript, []string{f.s.keys.freeze()}, f.token, ttl.Milliseconds()).Int()
 		cancel()
 		if err == nil && n == 0 {
 			return
@@ -180,7 +181,7 @@ func (f *freezeHold) refresh() {
 
 // release stops the refresh and deletes the freeze if it still holds the
 // token (after a commit it is already gone), even if ctx has ended. A
-// failure leaves the freeze to lapse within freezeTTL.
+// failure leaves the freeze to lapse within its TTL.
 func (f *freezeHold) release(ctx context.Context) {
 	select {
 	case <-f.done:

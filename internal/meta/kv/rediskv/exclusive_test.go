@@ -83,3 +83,42 @@ func getRedis(t *testing.T, s kv.Store, k []byte) []byte {
 	}
 	return v
 }
+
+// TestRedisExclusiveOutlastsTTL runs an Exclusive four times as long as
+// its freeze's TTL: the refresh must keep the freeze, and so hold a writer
+// of another store off, until the commit.
+func TestRedisExclusiveOutlastsTTL(t *testing.T) {
+	url := redisNamespaceURL(t)
+	ctx := context.Background()
+	s, other := openURL(t, url), openURL(t, url)
+	s.(*Store).freezeTTL = 600 * time.Millisecond
+	done := make(chan error, 1)
+	var when time.Time
+	runs := 0
+	err := s.(*Store).Exclusive(ctx, func(tx kv.Tx) error {
+		if runs++; runs > 1 {
+			return errors.New("fn ran again")
+		}
+		go func() {
+			err := other.Txn(ctx, increment([]byte("k")))
+			when = time.Now()
+			done <- err
+		}()
+		time.Sleep(2400 * time.Millisecond)
+		tx.Set([]byte("k"), binary.BigEndian.AppendUint64(nil, 100))
+		return nil
+	})
+	committed := time.Now()
+	if err != nil {
+		t.Fatalf("Exclusive longer than its freeze's TTL: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("writer beside the Exclusive: %v", err)
+	}
+	if when.Before(committed) {
+		t.Fatalf("writer committed %v before the Exclusive", committed.Sub(when))
+	}
+	if v := getRedis(t, s, []byte("k")); len(v) != 8 || binary.BigEndian.Uint64(v) != 101 {
+		t.Fatalf("k = %x, want 101 (the Exclusive's 100, then the writer's increment)", v)
+	}
+}

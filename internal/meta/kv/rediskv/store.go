@@ -48,6 +48,7 @@ type Store struct {
 	cluster      bool
 	name         string
 	retryTimeout time.Duration
+	freezeTTL    time.Duration // freezeTTL; tests shorten it
 	closed       atomic.Bool
 }
 
@@ -66,7 +67,7 @@ func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, er
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{keys: newLayout(c.ns), cluster: c.cluster, name: c.display, retryTimeout: c.retry}
+	s := &Store{keys: newLayout(c.ns), cluster: c.cluster, name: c.display, retryTimeout: c.retry, freezeTTL: freezeTTL}
 	if s.retryTimeout <= 0 {
 		s.retryTimeout = opts.RetryTimeout
 	}
