@@ -147,18 +147,21 @@ func Now(ctx context.Context, s Store) (time.Time, error) {
 //     (of this process or any other machine) commits a write: fn sees one
 //     state and nothing changes under it. Transactions whose commit was
 //     already under way when Exclusive began are ordered before it.
-//   - Other writers wait, blocked or retrying with backoff, and then
-//     proceed normally; they fail only if an Exclusive outlasts their
-//     retry bound (30 s by default). Views and single reads proceed.
+//   - Other writers wait, blocked (PostgreSQL: for as long as the
+//     Exclusive runs) or retrying with backoff (SQLite across processes,
+//     Redis: within their retry bound, 30 s by default), and then proceed
+//     normally. Views and single reads proceed beside it.
 //   - fn may read and write a few hundred thousand keys (paged Scans over
 //     many prefixes); no per-transaction read or statement limit applies.
 //   - If the process running Exclusive dies, nothing fn wrote is visible
-//     and other writers resume within a bound the backend documents (at
-//     once for SQLite and a PostgreSQL client whose connection closes).
+//     and other writers resume within a bound the backend documents: at
+//     once for SQLite and for PostgreSQL (the connection closes), within
+//     15 s for Redis (the freeze's TTL).
 //
-// Two Exclusives exclude each other. A conflict before fn's work is
-// settled (waiting for the lock, a serialization failure) runs fn again
-// from scratch, as Txn does.
+// Two Exclusives exclude each other. A conflict (waiting for another
+// Exclusive, a serialization failure) runs fn again from scratch, as Txn
+// does; a backend that cannot tell whether the hold lasted until the
+// commit (Redis, after a stall past its TTL) fails without writing.
 type Excluder interface {
 	Exclusive(ctx context.Context, fn func(tx Tx) error) error
 }
