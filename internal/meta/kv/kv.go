@@ -132,6 +132,51 @@ func Now(ctx context.Context, s Store) (time.Time, error) {
 	return time.Now(), nil
 }
 
+// Excluder is implemented by stores that can run one read-write
+// transaction during which no other transaction, of any client, commits
+// a write. It is what a consistent point-in-time copy of a whole volume
+// needs while other machines keep writing: a Txn alone would see one
+// consistent state too, but a serializable store may retry a long reader
+// forever while short writers keep committing (or, with snapshots, let
+// them commit under it); Exclusive holds them off instead.
+//
+// The guarantee, for every backend:
+//   - fn runs in one read-write transaction that commits atomically, all
+//     or nothing, like Txn; an error from fn writes nothing.
+//   - From before fn's first read until its commit, no other transaction
+//     (of this process or any other machine) commits a write: fn sees one
+//     state and nothing changes under it. Transactions whose commit was
+//     already under way when Exclusive began are ordered before it.
+//   - Other writers wait, blocked (PostgreSQL: for as long as the
+//     Exclusive runs) or retrying with backoff (SQLite across processes,
+//     Redis: within their retry bound, 30 s by default), and then proceed
+//     normally. Views and single reads proceed beside it.
+//   - fn may read and write a few hundred thousand keys (paged Scans over
+//     many prefixes); no per-transaction read or statement limit applies.
+//   - If the process running Exclusive dies, nothing fn wrote is visible
+//     and other writers resume within a bound the backend documents: at
+//     once for SQLite and for PostgreSQL (the connection closes), within
+//     15 s for Redis (the freeze's TTL).
+//
+// Two Exclusives exclude each other. A conflict (waiting for another
+// Exclusive, a serialization failure) runs fn again from scratch, as Txn
+// does; a backend that cannot tell whether the hold lasted until the
+// commit (Redis, after a stall past its TTL) fails without writing.
+type Excluder interface {
+	Exclusive(ctx context.Context, fn func(tx Tx) error) error
+}
+
+// Exclusive runs fn through s's Excluder, or in Txn for a store without
+// one. The fallback still gives fn one consistent state, but not the rest
+// of the guarantee: fn may run many times while writers keep committing,
+// and may never finish inside the retry bound.
+func Exclusive(ctx context.Context, s Store, fn func(tx Tx) error) error {
+	if e, ok := s.(Excluder); ok {
+		return e.Exclusive(ctx, fn)
+	}
+	return s.Txn(ctx, fn)
+}
+
 // Syncer is implemented by stores whose commits are not durable against
 // power loss until a sync (SQLite with synchronous=NORMAL). Sync returns
 // once every transaction committed before the call is durable.

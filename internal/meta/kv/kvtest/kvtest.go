@@ -12,7 +12,14 @@ import (
 )
 
 // Run runs the whole conformance suite against stores made by newStore.
-func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) kv.Store, opts ...Option) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	withPeer := func(fn func(t *testing.T, s, peer kv.Store)) func(t *testing.T, s kv.Store) {
+		return func(t *testing.T, s kv.Store) { fn(t, s, c.peerOf(t, s)) }
+	}
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s kv.Store)
@@ -38,6 +45,8 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store) {
 		{"ManyKeysPaged", testManyKeysPaged},
 		{"GetMany", testGetMany},
 		{"GetOne", testGetOne},
+		{"ExclusiveHoldsWritersOff", withPeer(testExclusiveHoldsWritersOff)},
+		{"ExclusiveLarge", withPeer(testExclusiveLarge)},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {

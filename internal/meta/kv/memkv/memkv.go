@@ -3,11 +3,13 @@
 // volumes anyone keeps.
 //
 // Design: the data is one copy-on-write B-tree (github.com/google/btree).
-// Read-write transactions are serialized by a mutex; each works on a lazy
-// clone of the tree (its private write set) that replaces the shared tree
-// only when fn returns nil, so an error from fn rolls everything back. View
-// takes the read lock and reads the shared tree directly. Serializability is
-// therefore trivial, and ErrConflict never happens.
+// Read-write transactions are serialized by a mutex (txMu); each works on
+// a lazy clone of the tree (its private write set) that replaces the
+// shared tree only when fn returns nil, so an error from fn rolls
+// everything back. View takes the read lock of the shared tree and reads
+// it directly, beside a running Txn. Serializability is therefore trivial,
+// and ErrConflict never happens. The same mutex makes every Txn exclusive
+// (kv.Excluder): Exclusive is Txn.
 //
 // Import rules: memkv imports kv and the standard library (plus btree).
 package memkv
@@ -39,12 +41,16 @@ func less(a, b item) bool { return bytes.Compare(a.key, b.key) < 0 }
 
 // Store is an in-memory kv.Store. The zero value is not usable; call New.
 type Store struct {
-	mu     sync.RWMutex
+	txMu   sync.Mutex   // held by the one running Txn
+	mu     sync.RWMutex // guards tree and closed
 	tree   *btree.BTreeG[item]
 	closed bool
 }
 
-var _ kv.Store = (*Store)(nil)
+var (
+	_ kv.Store    = (*Store)(nil)
+	_ kv.Excluder = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New() *Store {
@@ -52,25 +58,38 @@ func New() *Store {
 }
 
 // Txn runs fn on a private clone of the tree and publishes the clone when
-// fn returns nil.
+// fn returns nil. Views go on reading the published tree meanwhile.
 func (s *Store) Txn(ctx context.Context, fn func(tx kv.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	s.txMu.Lock()
+	defer s.txMu.Unlock()
+	s.mu.Lock() // Clone marks the shared tree copy-on-write: a write
+	closed, t := s.closed, &tx{tree: s.tree.Clone()}
+	s.mu.Unlock()
+	if closed {
 		return ErrClosed
 	}
-	t := &tx{tree: s.tree.Clone()}
 	if err := fn(t); err != nil {
 		return err
 	}
 	if t.err != nil {
 		return t.err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
 	s.tree = t.tree
 	return nil
+}
+
+// Exclusive implements kv.Excluder: Txn already holds every other Txn off
+// while fn runs (Views read the last published tree beside it).
+func (s *Store) Exclusive(ctx context.Context, fn func(tx kv.Tx) error) error {
+	return s.Txn(ctx, fn)
 }
 
 // View runs fn under the read lock on the shared tree.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"shoal/internal/meta/kv"
 	"shoal/internal/meta/kv/kvtest"
 )
 
@@ -24,14 +23,9 @@ func TestRedisClusterConformance(t *testing.T) {
 	}
 	addrs := startCluster(t, 3)
 	n := 0
-	kvtest.Run(t, func(t *testing.T) kv.Store {
+	kvtest.RunURL(t, Open, func(t *testing.T) string {
 		n++
-		url := fmt.Sprintf("redis+cluster://%s?ns=cluster_%d", strings.Join(addrs[:2], ","), n)
-		s, err := Open(context.Background(), url)
-		if err != nil {
-			t.Fatalf("Open %s: %v", url, err)
-		}
-		return s
+		return fmt.Sprintf("redis+cluster://%s?ns=cluster_%d", strings.Join(addrs[:2], ","), n)
 	})
 }
 

@@ -36,7 +36,7 @@
 //
 // A transaction WATCHes every key it reads, and Redis keeps those WATCHes
 // in memory until EXEC: read big ranges (a dump of a whole volume) in pages
-// over several transactions, not in one.
+// over several transactions, or in one Exclusive, which WATCHes nothing.
 //
 // # Transactions
 //
@@ -74,6 +74,29 @@
 // the next one after it). fn must therefore have no effects besides tx,
 // and an error fn returns is trusted only after its reads validate (an
 // EXEC of a PING); if they were stale, fn runs again.
+//
+// # Exclusive
+//
+// Store.Exclusive (kv.Excluder, exclusive.go) freezes the namespace: SET
+// base+"f" to a random token, NX, with a 15 s TTL that a goroutine renews
+// every 5 s while fn runs. The commit script, the only path by which any
+// transaction writes kv data, refuses to write while the freeze key exists
+// (a Txn's script gets no token): the client takes that as a conflict and
+// runs fn again after a backoff, so writers wait, within their retry bound,
+// for the freeze to end. Redis runs commands one at a time: a commit whose
+// EXEC ran before the SET is in the state fn reads, and none runs its
+// script after the SET until the freeze ends, so fn sees one state that
+// nothing changes. Its reads therefore need no WATCH (none is sent, so
+// the read set may be hundreds of thousands of keys). Its commit is one
+// MULTI/EXEC of the script in chunks of 4096 writes, each passing the
+// token, and a DEL of the freeze if it still holds the token, sent on a
+// second client whose timeouts (2 min) allow for its size: if the TTL
+// lapsed (a stall past 15 s) or a failover lost the key, every chunk
+// refuses and Exclusive fails without writing anything. Views and reads
+// are not held up. A process that dies inside an Exclusive leaves nothing
+// written (its writes were buffered) and a freeze that lapses within 15 s,
+// below the default retry bound. A second Exclusive finding the freeze
+// set backs off like a conflict.
 //
 // go-redis's own command retries are off: a command resent on a fresh
 // connection would run without the transaction's WATCHes.

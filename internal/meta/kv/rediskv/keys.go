@@ -21,6 +21,10 @@ import "shoal/internal/meta/kv"
 // to one slot, so WATCH/MULTI/EXEC and the commit script work in Cluster
 // mode too. The same layout is used in every mode.
 //
+// base + "f" is the freeze key: while it exists, holding the random token
+// of a running Exclusive (exclusive.go), the commit script refuses every
+// other transaction's writes.
+//
 // base + "v" holds the layout version. A binary refuses a namespace with a
 // higher version than layoutVersion (meta.ErrNewerFormat); a future one
 // finding a lower version upgrades the namespace before use.
@@ -34,6 +38,9 @@ func newLayout(ns string) layout { return layout{base: "{" + ns + "}:"} }
 func (l layout) value(key []byte) string    { return l.base + "k" + string(key) }
 func (l layout) zset(prefix9 []byte) string { return l.base + "z" + string(prefix9) }
 func (l layout) dir(first byte) string      { return l.base + "d" + string([]byte{first}) }
+
+// freeze holds the token of the Exclusive running on the namespace.
+func (l layout) freeze() string { return l.base + "f" }
 
 // version holds the layout version of the namespace (layoutVersion).
 func (l layout) version() string { return l.base + "v" }
@@ -55,15 +62,24 @@ func dirMember(key []byte) string {
 
 // commitScript applies a transaction's writes and keeps the index sets in
 // step, atomically (it runs inside MULTI/EXEC after the WATCHed reads).
-// ARGV[1] is the base; ARGV[2] the number of checks, each a Redis key and
-// the fingerprint its value must still have (else the script writes
-// nothing and returns 0); then "s", key, value or "d", key per write. A
-// "d" set loses a prefix member only once the prefix's "z" set is empty.
-// KEYS[1] is the namespace's route key, naming the slot in Cluster mode.
+// ARGV[1] is the base; ARGV[2] the committing Exclusive's freeze token, or
+// "" for any other transaction; ARGV[3] the number of checks, each a Redis
+// key and the fingerprint its value must still have; then "s", key, value
+// or "d", key per write. It writes nothing and returns -1 if the namespace
+// is frozen and the token is "", -2 if the freeze key does not hold the
+// token given, 0 if a check fails; else it writes and returns 1. A "d" set loses a prefix member only once the prefix's "z"
+// set is empty. KEYS[1] is the namespace's route key, naming the slot in
+// Cluster mode.
 const commitScript = `
 local base = ARGV[1]
-local i = 3
-for c = 1, tonumber(ARGV[2]) do
+local frozen = redis.call('GET', base .. 'f')
+if ARGV[2] == '' then
+  if frozen then return -1 end
+elseif frozen ~= ARGV[2] then
+  return -2
+end
+local i = 4
+for c = 1, tonumber(ARGV[3]) do
   local cur = redis.call('GET', ARGV[i])
   local fp = '-'
   if cur then fp = redis.sha1hex(cur) end

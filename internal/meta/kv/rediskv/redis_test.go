@@ -100,8 +100,10 @@ func openRedis(t testing.TB) kv.Store {
 	return s
 }
 
+// TestRedisConformance runs the suite with a second store (its own
+// client) on the same namespace as the peer.
 func TestRedisConformance(t *testing.T) {
-	kvtest.Run(t, func(t *testing.T) kv.Store { return openRedis(t) })
+	kvtest.RunURL(t, Open, func(t *testing.T) string { return redisNamespaceURL(t) })
 }
 
 func TestRedisUnreachable(t *testing.T) {

@@ -43,10 +43,12 @@ type Options struct {
 // Store is a kv.Store over Redis. It is safe for concurrent use.
 type Store struct {
 	client       redis.UniversalClient
+	bulk         bulkClient // for Exclusive's commits (exclusive.go)
 	keys         layout
 	cluster      bool
 	name         string
 	retryTimeout time.Duration
+	freezeTTL    time.Duration // freezeTTL; tests shorten it
 	closed       atomic.Bool
 }
 
@@ -65,7 +67,7 @@ func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, er
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{keys: newLayout(c.ns), cluster: c.cluster, name: c.display, retryTimeout: c.retry}
+	s := &Store{keys: newLayout(c.ns), cluster: c.cluster, name: c.display, retryTimeout: c.retry, freezeTTL: freezeTTL}
 	if s.retryTimeout <= 0 {
 		s.retryTimeout = opts.RetryTimeout
 	}
@@ -76,6 +78,7 @@ func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, er
 	c.opts.MaxRetries = -1 // retrying is txn's job: a silent resend after WATCH is unsafe
 	c.opts.DialerRetries = 1
 	s.client = redis.NewUniversalClient(&c.opts)
+	s.bulk.opts = c.opts
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		_ = s.client.Close()
 		if hint := tlsconf.Explain(err, strings.Join(c.opts.Addrs, ","), tlsconf.Hints{CA: "?ca=FILE in the META-URL", Cert: "cert=FILE&key=FILE"}); hint != "" {
@@ -128,7 +131,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return errClosed
 	}
-	if err := s.client.Close(); err != nil {
+	if err := errors.Join(s.client.Close(), s.bulk.close()); err != nil {
 		return fmt.Errorf("rediskv: %s: close: %w", s.name, err)
 	}
 	return nil

@@ -25,6 +25,7 @@ type tx struct {
 	watching bool              // WATCHes are active on the connection
 	rounds   int               // read round trips so far
 	first    *firstRead        // the unWATCHed first Get, until validated
+	token    string            // an Exclusive's freeze token ("": not one)
 	err      error
 }
 
@@ -78,7 +79,7 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 		return append([]byte{}, w.value...), nil
 	}
 	rkey := t.s.keys.value(key)
-	unwatched := t.rounds == 0
+	unwatched := t.rounds == 0 && t.token == ""
 	var get *redis.StringCmd
 	err := t.pipe(func(p redis.Pipeliner) {
 		if !unwatched {
@@ -190,7 +191,13 @@ func (t *tx) pipe(fn func(p redis.Pipeliner)) error {
 // watchIn queues a WATCH of the keys not watched yet. A WATCH must come
 // before the read it protects: EXEC then fails if the key changed at any
 // time after the read.
+//
+// An Exclusive WATCHes nothing: while its freeze holds no other commit
+// applies, and its commit checks the freeze instead.
 func (t *tx) watchIn(p redis.Pipeliner, keys ...string) {
+	if t.token != "" {
+		return
+	}
 	args := []any{"WATCH"}
 	for _, k := range keys {
 		if !t.watched[k] {

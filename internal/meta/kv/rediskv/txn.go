@@ -86,6 +86,9 @@ func (t *tx) finish(fnErr error) (kv.Class, error) {
 // MULTI/EXEC. A View (or a Txn that wrote nothing) still runs MULTI/EXEC,
 // with a PING, so EXEC tells whether its reads stayed consistent.
 func (t *tx) commit() error {
+	if t.token != "" {
+		return t.commitExclusive()
+	}
 	if len(t.writes) == 0 && len(t.watched) == 0 {
 		return nil
 	}
@@ -95,34 +98,50 @@ func (t *tx) commit() error {
 			p.Ping(t.ctx)
 			return nil
 		}
-		eval = p.Eval(t.ctx, commitScript, []string{t.s.keys.route()}, t.scriptArgs()...)
+		head := []any{t.s.keys.base, "", 0}
+		if t.first != nil {
+			head = []any{t.s.keys.base, "", 1, t.first.rkey, t.first.fp}
+		}
+		eval = p.Eval(t.ctx, commitScript, []string{t.s.keys.route()}, t.writeArgs(head, t.sortedWrites())...)
 		return nil
 	})
 	t.watching = false // EXEC, run or refused, ends every WATCH
 	if err == nil && eval != nil {
-		if n, evalErr := eval.Int(); evalErr != nil {
-			return evalErr
-		} else if n == 0 {
-			return kv.ErrConflict // the unWATCHed first read went stale
-		}
+		return scriptResult(eval)
 	}
 	return err
 }
 
-// scriptArgs encodes the writes for commitScript, in key order.
-func (t *tx) scriptArgs() []any {
+// scriptResult reads commitScript's reply.
+func scriptResult(eval *redis.Cmd) error {
+	n, err := eval.Int()
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
+		return kv.ErrConflict // the unWATCHed first read went stale
+	case n == -1:
+		return errFrozen
+	case n == -2:
+		return errFreezeLost
+	}
+	return nil
+}
+
+// sortedWrites returns the written keys in key order.
+func (t *tx) sortedWrites() []string {
 	keys := make([]string, 0, len(t.writes))
 	for k := range t.writes {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	args := make([]any, 0, 4+3*len(keys))
-	args = append(args, t.s.keys.base)
-	if t.first != nil {
-		args = append(args, 1, t.first.rkey, t.first.fp)
-	} else {
-		args = append(args, 0)
-	}
+	return keys
+}
+
+// writeArgs appends the writes of keys to head, encoded for commitScript.
+func (t *tx) writeArgs(head []any, keys []string) []any {
+	args := make([]any, 0, len(head)+3*len(keys))
+	args = append(args, head...)
 	for _, k := range keys {
 		if w := t.writes[k]; w.deleted {
 			args = append(args, "d", k)

@@ -28,8 +28,8 @@
 //
 // Exactly one helper, Store.txn (txn.go), begins, runs fn, commits and
 // retries: on a conflict (SQLite SQLITE_BUSY/SQLITE_LOCKED, PostgreSQL
-// 40001 serialization_failure and 40P01 deadlock_detected, or fn returning
-// kv.ErrConflict) and on an unreachable server it runs fn again with
+// 40001 serialization_failure, 40P01 deadlock_detected and 55P03
+// lock_not_available, or fn returning kv.ErrConflict) and on an unreachable server it runs fn again with
 // exponential backoff and jitter, for at most Options.RetryTimeout (30 s by
 // default; URL parameter retry_timeout) in total. An unreachable server is
 // then reported as an error wrapping meta.ErrUnavailable; so is a conflict
@@ -74,6 +74,28 @@
 // the default, prefer, encrypts when it can but verifies nothing. A
 // failed verification is explained (tlsconf.Explain) rather than reported
 // as an unreachable server.
+//
+// # Exclusive (kv.Excluder)
+//
+// Store.Exclusive is a Txn that runs the dialect's exclusive statements
+// right after BEGIN, on every attempt (a retry locks again). In SQLite
+// there are none: every write transaction begins IMMEDIATE and so holds
+// the database's single write lock from before its first read to its end,
+// against this process's writers (queued for the writer connection) and
+// other processes' (BEGIN waits busy_timeout, 1 s, then the retry loop
+// backs off and tries again until retry_timeout, 30 s). A transaction of
+// any size works: SQLite spills a large one into the WAL. In PostgreSQL,
+// SET LOCAL idle_in_transaction_session_timeout = 30s and then LOCK TABLE
+// shoal_kv IN EXCLUSIVE MODE (postgres.go says why that mode): writers
+// block at their first write until the Exclusive ends, inside the
+// statement, so with no lock_timeout or statement_timeout configured they
+// wait for as long as it runs; reads go on. The lock is taken before the
+// SERIALIZABLE snapshot (which the first query takes), so fn sees every
+// earlier commit and nothing later. If the process running an Exclusive
+// dies, its connection closes and the server rolls back at once (SQLite:
+// the OS drops the dead process's lock); if its machine vanishes, the
+// PostgreSQL server ends the session after 30 s idle, freeing the lock
+// (and reports 25P03 to the stalled client, which retries as unavailable).
 //
 // # Import rules
 //

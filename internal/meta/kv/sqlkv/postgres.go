@@ -38,7 +38,8 @@ const schemaLockID = 0x5e0a1_0001
 // pgDialect is one PostgreSQL database. All transactions are SERIALIZABLE
 // (see the package doc for why), so a single pool serves Txn and View.
 type pgDialect struct {
-	cfg *pgx.ConnConfig
+	cfg           *pgx.ConnConfig
+	exclusiveIdle time.Duration // pgExclusiveIdle; tests shorten it
 }
 
 var _ dialect = (*pgDialect)(nil)
@@ -48,7 +49,7 @@ func newPostgres(u *url.URL) (*pgDialect, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlkv: malformed postgres META-URL: %w", err)
 	}
-	return &pgDialect{cfg: cfg}, nil
+	return &pgDialect{cfg: cfg, exclusiveIdle: pgExclusiveIdle}, nil
 }
 
 func (d *pgDialect) name() string {
@@ -95,17 +96,50 @@ func (d *pgDialect) txOptions(readOnly bool) *sql.TxOptions {
 	return &sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: readOnly}
 }
 
+// pgExclusiveIdle bounds how long an Exclusive transaction may sit idle
+// between statements before the server ends its session, which rolls it
+// back and releases its lock. It is what frees other writers when the
+// machine running the Exclusive vanishes without closing its connection
+// (a process that dies closes it, and the server rolls back at once).
+const pgExclusiveIdle = 30 * time.Second
+
+// exclusive: LOCK TABLE shoal_kv IN EXCLUSIVE MODE as the first statement
+// that touches a table. EXCLUSIVE conflicts with the ROW EXCLUSIVE lock
+// every INSERT and DELETE takes (and with itself), so other writers block
+// at their first write until this transaction ends, while plain SELECTs
+// (ACCESS SHARE: Views, GetOne, Txn reads) go on. SHARE ROW EXCLUSIVE
+// would do as much; EXCLUSIVE also holds off SELECT ... FOR UPDATE/SHARE,
+// so a future locking reader waits rather than lock rows of a frozen
+// table. Under SERIALIZABLE the snapshot is taken by the first query, not
+// by BEGIN, SET or LOCK: it is taken after the lock is granted, so it
+// includes every write committed before. A writer blocked meanwhile
+// proceeds after the commit and, its snapshot now stale, usually fails
+// with 40001 and reruns as any conflict does; a 40001 of the Exclusive
+// itself reruns fn in a new transaction that locks again. A session-level
+// lock_timeout would make a blocked writer fail with 55P03, which
+// classify treats as a conflict; statement_timeout must stay above the
+// longest Exclusive.
+func (d *pgDialect) exclusive() []string {
+	return []string{
+		fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", d.exclusiveIdle.Milliseconds()),
+		"LOCK TABLE shoal_kv IN EXCLUSIVE MODE",
+	}
+}
+
 // classify: 40001 serialization_failure and 40P01 deadlock_detected roll
-// the transaction back; class 08 (connection exception), the 57P0x
-// shutdown codes, too_many_connections and network errors mean the server
-// is (for now) out of reach.
+// the transaction back, and so does 55P03 lock_not_available (a wait for
+// an Exclusive's lock cut short by lock_timeout). Class 08 (connection
+// exception), the 57P0x shutdown codes, too_many_connections, network
+// errors and 25P03 (the server ended a session idle in a transaction:
+// an Exclusive past pgExclusiveIdle) mean the server is, for now, out of
+// reach; the transaction did not commit.
 func (d *pgDialect) classify(err error) kv.Class {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
-		case pgErr.Code == "40001", pgErr.Code == "40P01":
+		case pgErr.Code == "40001", pgErr.Code == "40P01", pgErr.Code == "55P03":
 			return kv.Conflict
-		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "53300":
+		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "53300", pgErr.Code == "25P03":
 			return kv.Unavailable
 		}
 		return kv.Fatal

@@ -73,8 +73,10 @@ func openPG(t testing.TB) kv.Store {
 	return s
 }
 
+// TestPostgresConformance runs the suite with a second store (its own
+// pool) on the same schema as the peer.
 func TestPostgresConformance(t *testing.T) {
-	kvtest.Run(t, func(t *testing.T) kv.Store { return openPG(t) })
+	kvtest.RunURL(t, Open, func(t *testing.T) string { return pgSchemaURL(t) })
 }
 
 func TestPostgresNewerSchemaRefused(t *testing.T) {

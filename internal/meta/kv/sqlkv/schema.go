@@ -37,6 +37,10 @@ type dialect interface {
 	schema() []string
 	// lockSchema serializes schema set-up among clients, in c.
 	lockSchema(c conn) error
+	// exclusive returns the statements that start an Exclusive
+	// transaction after BEGIN: from their end until commit, no other
+	// transaction may commit a write.
+	exclusive() []string
 	// clockQuery returns one integer, the server's clock in microseconds
 	// since the epoch; "" where the local clock is the database's.
 	clockQuery() string

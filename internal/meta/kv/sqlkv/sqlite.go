@@ -104,5 +104,12 @@ func (d *sqliteDialect) schema() []string {
 // already locked.
 func (d *sqliteDialect) lockSchema(conn) error { return nil }
 
+// exclusive: nothing to add. A write transaction begins IMMEDIATE, taking
+// the database's one write lock before its first read and keeping it
+// until it ends, so every Txn already excludes every other writer, of
+// this process (queued for the writer connection) and of others (which
+// wait busy_timeout, then retry as a conflict within their retry bound).
+func (d *sqliteDialect) exclusive() []string { return nil }
+
 // clockQuery: the database file is on this machine; its clock is ours.
 func (d *sqliteDialect) clockQuery() string { return "" }

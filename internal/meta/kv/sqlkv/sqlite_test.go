@@ -19,6 +19,10 @@ func openSQLite(t testing.TB) kv.Store {
 	return s
 }
 
+// TestSQLiteConformance runs the suite with a second store on the same
+// file as the peer: its own connections, as another process's would be.
 func TestSQLiteConformance(t *testing.T) {
-	kvtest.Run(t, func(t *testing.T) kv.Store { return openSQLite(t) })
+	kvtest.RunURL(t, Open, func(t *testing.T) string {
+		return "sqlite://" + filepath.Join(t.TempDir(), "meta.db")
+	})
 }

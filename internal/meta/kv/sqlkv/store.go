@@ -41,7 +41,10 @@ type Store struct {
 	batching     bool // the dialect buffers writes (batch.go)
 }
 
-var _ kv.Store = (*Store)(nil)
+var (
+	_ kv.Store    = (*Store)(nil)
+	_ kv.Excluder = (*Store)(nil)
+)
 
 // Open opens (creating the schema if needed) the store a META-URL names:
 //
@@ -126,7 +129,7 @@ func newDialect(u *url.URL) (dialect, error) {
 // init sets up the schema, then prepares the statements (which need the
 // table to exist).
 func (s *Store) init(ctx context.Context) error {
-	if err := s.txn(ctx, false, s.setupSchema); err != nil {
+	if err := s.txn(ctx, modeWrite, s.setupSchema); err != nil {
 		return err
 	}
 	all := queries
@@ -153,12 +156,18 @@ var queries = [numStmts]string{
 
 // Txn implements kv.Store.
 func (s *Store) Txn(ctx context.Context, fn func(tx kv.Tx) error) error {
-	return s.txn(ctx, false, fn)
+	return s.txn(ctx, modeWrite, fn)
+}
+
+// Exclusive implements kv.Excluder: a Txn that begins with the dialect's
+// exclusive statements (see the package doc).
+func (s *Store) Exclusive(ctx context.Context, fn func(tx kv.Tx) error) error {
+	return s.txn(ctx, modeExclusive, fn)
 }
 
 // View implements kv.Store.
 func (s *Store) View(ctx context.Context, fn func(tx kv.Tx) error) error {
-	return s.txn(ctx, true, fn)
+	return s.txn(ctx, modeRead, fn)
 }
 
 // GetOne implements kv.PointReader: one SELECT outside a transaction,

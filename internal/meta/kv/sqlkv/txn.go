@@ -12,31 +12,48 @@ import (
 // errReadOnly is kept by a View's tx on its first Set or Delete.
 var errReadOnly = errors.New("sqlkv: write in a read-only transaction (View)")
 
+// mode is the kind of a transaction.
+type mode int
+
+const (
+	modeWrite     mode = iota // Txn
+	modeRead                  // View
+	modeExclusive             // Exclusive: a Txn holding other writers off
+)
+
 // txn is the one transaction helper: it begins a transaction (read-only
-// for View), runs fn, commits, and retries the whole of fn with
+// for View; for Exclusive, followed by the dialect's exclusive
+// statements), runs fn, commits, and retries the whole of fn with
 // exponential backoff while the failure is a conflict or an unreachable
-// database, for at most s.retryTimeout in total. Every Txn and View of the
-// package runs through here.
-func (s *Store) txn(ctx context.Context, readOnly bool, fn func(kv.Tx) error) error {
+// database, for at most s.retryTimeout in total. Every Txn, View and
+// Exclusive of the package runs through here.
+func (s *Store) txn(ctx context.Context, m mode, fn func(kv.Tx) error) error {
 	if s.closed.Load() {
 		return errClosed
 	}
 	return kv.Retry(ctx, "sqlkv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
-		return s.attempt(ctx, readOnly, fn)
+		return s.attempt(ctx, m, fn)
 	})
 }
 
 // attempt runs fn once in a fresh database transaction and classifies the
 // outcome. A nil error means committed.
-func (s *Store) attempt(ctx context.Context, readOnly bool, fn func(kv.Tx) error) (kv.Class, error) {
-	c, err := s.pool.begin(ctx, readOnly)
+func (s *Store) attempt(ctx context.Context, m mode, fn func(kv.Tx) error) (kv.Class, error) {
+	c, err := s.pool.begin(ctx, m == modeRead)
 	if err != nil {
 		return s.dialect.classify(err), s.wrap("begin", err)
 	}
 	// After a commit this only frees the connection; otherwise it also
 	// ends the transaction, even if fn panics (SQLite has one writer).
 	defer c.rollback()
-	t := &tx{ctx: ctx, c: c, batching: s.batching, readOnly: readOnly}
+	if m == modeExclusive {
+		for _, q := range s.dialect.exclusive() {
+			if err := c.execSQL(q); err != nil {
+				return s.dialect.classify(err), s.wrap("exclusive", err)
+			}
+		}
+	}
+	t := &tx{ctx: ctx, c: c, batching: s.batching, readOnly: m == modeRead}
 	fnErr := fn(t)
 	if fnErr == nil {
 		_ = t.flush() // an error is kept in t.err
