@@ -198,17 +198,3 @@ func PrefixEnd(prefix []byte) []byte {
 	}
 	return nil
 }
-
-// Excluder is implemented by stores that can run one read-write
-// transaction during which no other transaction commits a write.
-type Excluder interface {
-	Exclusive(ctx context.Context, fn func(tx Tx) error) error
-}
-
-// Exclusive runs fn through s's Excluder, or in Txn for a store without one.
-func Exclusive(ctx context.Context, s Store, fn func(tx Tx) error) error {
-	if x, ok := s.(Excluder); ok {
-		return x.Exclusive(ctx, fn)
-	}
-	return s.Txn(ctx, fn)
-}
