@@ -148,6 +148,20 @@ func (fs *FS) Adopt(ctx context.Context, st journal.State) error {
 	return fs.Sync(ctx)
 }
 
+// Salvage commits the acknowledged writes a journal of an earlier mount
+// of this volume holds, when that mount's kernel connection is gone (its
+// supervisor died with its server): they are applied again in order and
+// committed before it returns. The journal's handles and locks are not
+// adopted: they belong to the engine session st names, whose open-file
+// records and locks are released when the session is reclaimed.
+func (fs *FS) Salvage(ctx context.Context, st journal.State) error {
+	ctx = adoptCtx(ctx)
+	if err := fs.replay(ctx, st.Writes); err != nil {
+		return err
+	}
+	return fs.Sync(ctx)
+}
+
 func (fs *FS) adoptHandle(ctx context.Context, fh Fh, h journal.Handle, epoch uint64) error {
 	ino := meta.Ino(h.Ino)
 	var attr meta.Attr

@@ -387,3 +387,34 @@ func helperHolder(args []string) int {
 	}
 	return 0
 }
+
+// TestWholeMountDeathKeepsAcknowledgedWrites: the supervisor and the
+// server are killed together (systemd's Restart=, the OOM killer) right
+// after writes were acknowledged but before any was committed: the next
+// mount of the volume at the same place applies them from the journal.
+// Read back through the new mount, which has no page cache of the file.
+func TestWholeMountDeathKeepsAcknowledgedWrites(t *testing.T) {
+	v := testutil.NewVolume(t)
+	m := v.Mount(t)
+	f, err := os.Create(m.Path("acked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Repeat([]byte("acknowledged "), 80<<10) // ~1 MiB, well under the idle commit
+	if _, err := f.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	server := m.ServerPID(t)
+	_ = syscall.Kill(m.PID(), syscall.SIGKILL) // first: it must not start a successor
+	_ = syscall.Kill(server, syscall.SIGKILL)
+	m.Kill9(t)
+	_ = f.Close()
+	again := v.MountAt(t, m.Dir)
+	got, err := os.ReadFile(again.Path("acked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("after the whole mount died the file holds %d bytes (%.20q...), want the %d acknowledged\n%s", len(got), got, len(want), again.LogText())
+	}
+}
