@@ -42,7 +42,8 @@ func (fs *FS) enter() func() {
 // Quiesce waits until the requests being served are answered and holds
 // every later one back for good: the process is about to hand the
 // connection to a successor, which gets them again from the kernel.
-// Blocking lock waits (SetLkw) are not held: they are resent and wait
+// Blocking lock waits (SetLkw) are not held, but a lock they win from
+// now on is neither recorded nor answered: they are resent and wait
 // again in the successor.
 func (fs *FS) Quiesce() { fs.gate.mu.Lock() }
 
