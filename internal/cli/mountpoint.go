@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"shoal/internal/rundir"
 )
 
 // checkMountpoint says what is wrong with mp as a place to mount, if
@@ -85,11 +87,6 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// runDir holds pid files of running mounts, so umount can wait for them.
-func pidFile(mp string) string {
-	name := strings.ReplaceAll(strings.Trim(mp, "/"), "/", "_")
-	if name == "" {
-		name = "root"
-	}
-	return filepath.Join(os.TempDir(), "shoal-run", name+".pid")
-}
+// pidFile is where the server of the mount at mp records its pid, so
+// umount can wait for it (internal/rundir says where and why there).
+func pidFile(mp string) string { return rundir.Path(mp, ".pid") }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -18,6 +17,7 @@ import (
 	"shoal/internal/journal"
 	"shoal/internal/meta"
 	"shoal/internal/opstat"
+	"shoal/internal/rundir"
 	"shoal/internal/vfs"
 	"shoal/internal/volume"
 )
@@ -37,6 +37,9 @@ func serveSupervised(ctx context.Context, metaURL, mp, role string, o mountOptio
 }
 
 func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, ctl *os.File) error {
+	if _, err := rundir.Ensure(); err != nil {
+		return err
+	}
 	dir := journalDir(mp)
 	var st journal.State
 	var init []byte
@@ -280,7 +283,9 @@ func (sv *serving) runBackups(metaURL string, o mountOptions) func() {
 // the func removes it.
 func writePidFile(mp string) func() {
 	pid := pidFile(mp)
-	_ = os.MkdirAll(filepath.Dir(pid), 0o755)
+	if _, err := rundir.Ensure(); err != nil {
+		return func() {}
+	}
 	_ = os.WriteFile(pid+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644)
 	_ = os.Rename(pid+".tmp", pid)
 	return func() { _ = os.Remove(pid) }

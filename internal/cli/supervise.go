@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"shoal/internal/rundir"
 	"shoal/internal/secret"
 )
 
@@ -49,15 +50,11 @@ const (
 	maxBackoff    = 30 * time.Second
 )
 
-func runPath(mp, suffix string) string {
-	return strings.TrimSuffix(pidFile(mp), ".pid") + suffix
-}
-
 // journalDir is where a mount's journal lives.
-func journalDir(mp string) string { return runPath(mp, ".journal") }
+func journalDir(mp string) string { return rundir.Path(mp, ".journal") }
 
 // controlPath is the supervisor's socket for upgrade requests.
-func controlPath(mp string) string { return runPath(mp, ".sock") }
+func controlPath(mp string) string { return rundir.Path(mp, ".sock") }
 
 // child is one server process and its control socket.
 type child struct {
@@ -300,7 +297,9 @@ func supervisedArgs(args []string, metaURL string) ([]string, string) {
 
 // listenUpgrades accepts upgrade requests on path: a line "upgrade EXE".
 func listenUpgrades(path string, logger *slog.Logger) (<-chan upgradeReq, func(), error) {
-	_ = os.MkdirAll(filepath.Dir(path), 0o755)
+	if _, err := rundir.Ensure(); err != nil {
+		return nil, nil, err
+	}
 	_ = os.Remove(path)
 	l, err := net.Listen("unix", path)
 	if err != nil {
