@@ -418,3 +418,24 @@ func TestWholeMountDeathKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatalf("after the whole mount died the file holds %d bytes (%.20q...), want the %d acknowledged\n%s", len(got), got, len(want), again.LogText())
 	}
 }
+
+// TestSuccessorHoldsOneConnection: a server started by the supervisor
+// holds the kernel connection once (fd 4 for a successor), not also a
+// stray inherited copy of the descriptor the supervisor keeps.
+func TestSuccessorHoldsOneConnection(t *testing.T) {
+	m := mountSupervised(t)
+	disrupt(t, m, "kill9")
+	fds, err := testutil.OpenFDs(m.ServerPID(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fuse []int
+	for fd, target := range fds {
+		if target == "/dev/fuse" {
+			fuse = append(fuse, fd)
+		}
+	}
+	if len(fuse) != 1 {
+		t.Fatalf("the successor holds /dev/fuse as fds %v, want one", fuse)
+	}
+}
