@@ -47,9 +47,25 @@ func checkFUSE() error {
 // mountedAt reports whether a file system is mounted at mp, with its
 // source and type, from /proc/self/mountinfo.
 func mountedAt(mp string) (source, fstype string, ok bool) {
+	source, fstype, _, ok = mountInfo(mp)
+	return source, fstype, ok
+}
+
+// mountMinor returns the minor device number of the file system mounted at
+// mp (a FUSE connection's number in fusectl), without touching it.
+func mountMinor(mp string) (uint32, bool) {
+	_, _, dev, ok := mountInfo(mp)
+	_, minor, found := strings.Cut(dev, ":")
+	n, err := strconv.ParseUint(minor, 10, 32)
+	return uint32(n), ok && found && err == nil
+}
+
+// mountInfo returns the source, type and device ("major:minor") of the
+// last file system mounted at mp, from /proc/self/mountinfo.
+func mountInfo(mp string) (source, fstype, dev string, ok bool) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return "", "", false
+		return "", "", "", false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -61,11 +77,11 @@ func mountedAt(mp string) (source, fstype string, ok bool) {
 		}
 		for i, fl := range fields {
 			if fl == "-" && i+2 < len(fields) {
-				source, fstype, ok = fields[i+2], fields[i+1], true
+				source, fstype, dev, ok = fields[i+2], fields[i+1], fields[2], true
 			}
 		}
 	}
-	return source, fstype, ok
+	return source, fstype, dev, ok
 }
 
 // unescapeMount decodes the octal escapes (\040 for space) of mountinfo.

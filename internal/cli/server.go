@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -95,7 +96,7 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	stop := handleSignals(sv.vol, dirUnmounter(mp), sv.log)
 	defer stop()
 	_, _ = ctl.Write([]byte("ready")) // after the handler: the supervisor forwards SIGTERM from now on
-	go awaitQuiesce(ctl, sv, j)
+	go awaitQuiesce(ctl, sv, j, mp)
 	defer sv.runBackups(metaURL, o)()
 	srv.Wait()
 	if _, _, mounted := mountedAt(mp); mounted {
@@ -157,10 +158,10 @@ func connect(role, mp string, fsys *fusefs.FS, cfg fusefs.MountConfig, dir strin
 }
 
 // awaitQuiesce hands over when the supervisor asks: requests in flight
-// are answered, later ones held for the successor, every buffered write
-// committed; then the process exits without ending its session, which
-// the successor resumes.
-func awaitQuiesce(ctl *os.File, sv *serving, j *journal.Journal) {
+// are answered (their replies written: fusefs.FS.AwaitReplies), later ones
+// held for the successor, every buffered write committed; then the process
+// exits without ending its session, which the successor resumes.
+func awaitQuiesce(ctl *os.File, sv *serving, j *journal.Journal, mp string) {
 	buf := make([]byte, 64)
 	for {
 		n, err := ctl.Read(buf)
@@ -176,11 +177,29 @@ func awaitQuiesce(ctl *os.File, sv *serving, j *journal.Journal) {
 			sv.log.Warn("upgrade: flushing before the handover failed; the successor replays the writes from the journal", "err", err)
 		}
 		_ = j.Close()
-		sv.log.Info("handing the mount over to a new server")
+		start := time.Now()
+		if err := awaitReplies(sv.fsys, mp); err != nil {
+			sv.log.Warn("upgrade: cannot tell that every reply reached the kernel; an operation answered at the last moment may run again in the new server", "err", err)
+		}
+		sv.log.Info("handing the mount over to a new server", "replies_wait", time.Since(start).Round(time.Microsecond))
 		_, _ = ctl.Write([]byte("quiesced"))
 		os.Exit(0)
 	}
 }
+
+// awaitReplies waits until go-fuse has written the replies of the
+// requests that finished before the quiesce (at most replyTimeout).
+func awaitReplies(fsys *fusefs.FS, mp string) error {
+	minor, ok := mountMinor(mp)
+	if !ok {
+		return fmt.Errorf("%s is not in the mount table", mp)
+	}
+	return fsys.AwaitReplies(minor, replyTimeout)
+}
+
+// replyTimeout bounds the wait for replies already due: microseconds,
+// unless the kernel has requests queued that go-fuse has not read.
+const replyTimeout = 2 * time.Second
 
 // dirUnmounter unmounts a mountpoint directly: the server of a supervised
 // mount does not know it by go-fuse's means.

@@ -37,6 +37,7 @@ func (fs *FS) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 // and the kernel resends the request to the successor, where the same
 // owner in the same session is granted it again and recorded.
 func (fs *FS) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
+	fs.gate.lockWaits.Add(1) // until it passes the gate (setLock)
 	c, stop := cancelable(ctx(&in.InHeader), cancel)
 	defer stop()
 	return fs.setLock(c, in, true)
@@ -47,14 +48,14 @@ func (fs *FS) setLock(c context.Context, in *fuse.LkIn, wait bool) fuse.Status {
 	if in.LkFlags&fuse.FUSE_LK_FLOCK != 0 {
 		err := fs.vfs.Flock(c, vfs.Fh(in.Fh), ino, in.Owner, in.Lk.Typ, wait)
 		if wait {
-			defer fs.enter()()
+			defer fs.passLockGate()()
 		}
 		return fs.status("flock", err)
 	}
 	lk := fromFileLock(in.Lk)
 	err := fs.vfs.Setlk(c, vfs.Fh(in.Fh), ino, in.Owner, lk, wait)
 	if wait {
-		defer fs.enter()()
+		defer fs.passLockGate()()
 	}
 	if err == nil && lk.Type != meta.LockUnlock {
 		fs.posix.add(ino, in.Owner, in.Fh)
@@ -148,6 +149,17 @@ func (fs *FS) releasePosix(in *fuse.FlushIn) {
 		return
 	}
 	fs.posix.gone(ino, in.LockOwner)
+}
+
+// passLockGate is enter for a blocking lock request, counted in lockWaits
+// from SetLkw until it is past the gate: once the process quiesces, every
+// request lockWaits counts is one it will never answer (AwaitReplies).
+func (fs *FS) passLockGate() func() {
+	fs.gate.mu.RLock()
+	return func() {
+		fs.gate.lockWaits.Add(-1)
+		fs.gate.mu.RUnlock()
+	}
 }
 
 func fromFileLock(l fuse.FileLock) meta.Lock {

@@ -485,3 +485,51 @@ func TestSuccessorHoldsOneConnection(t *testing.T) {
 		t.Fatalf("the successor holds /dev/fuse as fds %v, want one", fuse)
 	}
 }
+
+// TestUpgradeRunsNothingTwice: processes create and remove directories
+// (each mkdir of a new name, each rmdir of one that exists) while the
+// server is upgraded ten times. A reply lost in a handover would make the
+// kernel resend an operation the new server runs again: EEXIST or ENOENT.
+// The old server must also have known that every reply was written (it
+// says so in the log when it cannot).
+func TestUpgradeRunsNothingTwice(t *testing.T) {
+	m := mountSupervised(t)
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				dir := m.Path(fmt.Sprintf("d%d-%d", w, i))
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					errs <- err
+					return
+				}
+				if err := os.Remove(dir); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 10; i++ {
+		time.Sleep(100 * time.Millisecond)
+		disrupt(t, m, "upgrade")
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("an operation ran twice across an upgrade: %v", err)
+	}
+	if strings.Contains(m.LogText(), "cannot tell that every reply") {
+		t.Errorf("a server handed over without knowing its replies were written:\n%s", m.LogText())
+	}
+}
