@@ -84,9 +84,8 @@ mount_shoal() {
 # server_pid: the process serving the mount (its supervisor's child when
 # supervised, as root by default), whose memory is the mount's.
 server_pid() {
-	local name
-	name=$(echo "$WORK/shoal/mnt" | sed 's|^/||; s|/$||; s|/|_|g')
-	cat "${TMPDIR:-/tmp}/shoal-run/$name.pid" 2>/dev/null || echo "$SHOAL_PID"
+	# internal/rundir: /run/shoal as root, named by systemd-escape --path.
+	cat "/run/shoal/$(systemd-escape --path "$WORK/shoal/mnt" 2>/dev/null).pid" 2>/dev/null || echo "$SHOAL_PID"
 }
 
 umount_shoal() {

@@ -84,8 +84,9 @@ printf '%-22s %14s\n' "(local disk write)" "$l"
 echo
 echo "Stalls while the server is replaced (a probe writes and stats every ms; a writer streams data)"
 MP=$WORK/sup/mnt
-name=$(echo "$MP" | sed 's|^/||; s|/$||; s|/|_|g')
-PIDFILE=${TMPDIR:-/tmp}/shoal-run/$name.pid
+# The mount's runtime files (internal/rundir): /run/shoal as root, named by
+# systemd-escape --path of the mountpoint.
+PIDFILE=/run/shoal/$(systemd-escape --path "$MP").pid
 for how in kill9 upgrade; do
 	for ((e = 1; e <= EVENTS; e++)); do
 		dd if=/dev/zero of="$MP/stream" bs=1M count=100000 status=none 2>/dev/null &

@@ -35,6 +35,7 @@ PACKAGES=(
 	bindfs fio bonnie++ postmark qemu-utils           # bench targets and tools
 	postgresql-15 redis-server                        # real metadata engines
 	chromium                                          # browser tests of HTML reports
+	systemd                                           # systemd-analyze verify of contrib/systemd
 )
 FAILED=()
 SUMMARY=()

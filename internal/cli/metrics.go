@@ -7,13 +7,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"shoal/internal/fusefs"
 	"shoal/internal/meta"
 	"shoal/internal/metrics"
+	"shoal/internal/rundir"
 	"shoal/internal/volume"
 )
 
@@ -75,8 +74,9 @@ func (m *mountMetrics) serve(vol *volume.Volume, mp string, logger *slog.Logger)
 		}
 	}()
 	path := metricsFile(mp)
-	_ = os.MkdirAll(filepath.Dir(path), 0o755)
-	if err := os.WriteFile(path, []byte(m.ln.Addr().String()+"\n"), 0o644); err != nil {
+	if _, err := rundir.Ensure(); err != nil {
+		logger.Warn("cannot record the metrics address for 'shoal stats'", "err", err)
+	} else if err := os.WriteFile(path, []byte(m.ln.Addr().String()+"\n"), 0o644); err != nil {
 		logger.Warn("cannot record the metrics address for 'shoal stats'", "file", path, "err", err)
 	}
 	logger.Info("serving metrics", "url", "http://"+m.ln.Addr().String()+"/metrics")
@@ -96,5 +96,5 @@ func (m *mountMetrics) close() {
 // metricsFile is where a mount at mp records its metrics address, beside
 // its pid file.
 func metricsFile(mp string) string {
-	return strings.TrimSuffix(pidFile(mp), ".pid") + ".metrics"
+	return rundir.Path(mp, ".metrics")
 }

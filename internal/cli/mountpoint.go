@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"shoal/internal/rundir"
 )
 
 // checkMountpoint says what is wrong with mp as a place to mount, if
@@ -45,9 +47,25 @@ func checkFUSE() error {
 // mountedAt reports whether a file system is mounted at mp, with its
 // source and type, from /proc/self/mountinfo.
 func mountedAt(mp string) (source, fstype string, ok bool) {
+	source, fstype, _, ok = mountInfo(mp)
+	return source, fstype, ok
+}
+
+// mountMinor returns the minor device number of the file system mounted at
+// mp (a FUSE connection's number in fusectl), without touching it.
+func mountMinor(mp string) (uint32, bool) {
+	_, _, dev, ok := mountInfo(mp)
+	_, minor, found := strings.Cut(dev, ":")
+	n, err := strconv.ParseUint(minor, 10, 32)
+	return uint32(n), ok && found && err == nil
+}
+
+// mountInfo returns the source, type and device ("major:minor") of the
+// last file system mounted at mp, from /proc/self/mountinfo.
+func mountInfo(mp string) (source, fstype, dev string, ok bool) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return "", "", false
+		return "", "", "", false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -59,11 +77,11 @@ func mountedAt(mp string) (source, fstype string, ok bool) {
 		}
 		for i, fl := range fields {
 			if fl == "-" && i+2 < len(fields) {
-				source, fstype, ok = fields[i+2], fields[i+1], true
+				source, fstype, dev, ok = fields[i+2], fields[i+1], fields[2], true
 			}
 		}
 	}
-	return source, fstype, ok
+	return source, fstype, dev, ok
 }
 
 // unescapeMount decodes the octal escapes (\040 for space) of mountinfo.
@@ -85,11 +103,6 @@ func unescapeMount(s string) string {
 	return b.String()
 }
 
-// runDir holds pid files of running mounts, so umount can wait for them.
-func pidFile(mp string) string {
-	name := strings.ReplaceAll(strings.Trim(mp, "/"), "/", "_")
-	if name == "" {
-		name = "root"
-	}
-	return filepath.Join(os.TempDir(), "shoal-run", name+".pid")
-}
+// pidFile is where the server of the mount at mp records its pid, so
+// umount can wait for it (internal/rundir says where and why there).
+func pidFile(mp string) string { return rundir.Path(mp, ".pid") }

@@ -2,12 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -17,6 +18,7 @@ import (
 	"shoal/internal/journal"
 	"shoal/internal/meta"
 	"shoal/internal/opstat"
+	"shoal/internal/rundir"
 	"shoal/internal/vfs"
 	"shoal/internal/volume"
 )
@@ -36,6 +38,9 @@ func serveSupervised(ctx context.Context, metaURL, mp, role string, o mountOptio
 }
 
 func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, ctl *os.File) error {
+	if _, err := rundir.Ensure(); err != nil {
+		return err
+	}
 	dir := journalDir(mp)
 	var st journal.State
 	var init []byte
@@ -54,10 +59,10 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	}
 	defer sv.close()
 	if role != roleTakeOver {
-		if old, _ := journal.Recover(dir); len(old.Writes) > 0 || len(old.Handles) > 0 {
-			sv.log.Warn("discarding the journal of an earlier mount at this mountpoint whose supervisor is gone", "writes", len(old.Writes), "handles", len(old.Handles))
+		if err := salvage(ctx, sv, dir); err != nil {
+			_ = sv.vol.Close(ctx)
+			return err
 		}
-		_ = os.RemoveAll(dir)
 	} else {
 		if err := sv.vol.FS.Adopt(ctx, st); err != nil {
 			_ = sv.vol.Close(ctx)
@@ -74,6 +79,10 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 		_ = sv.vol.Close(ctx)
 		return err
 	}
+	if err := journal.SaveVolume(dir, sv.vol.Format.UUID); err != nil {
+		_ = sv.vol.Close(ctx)
+		return fmt.Errorf("journal: %w", err)
+	}
 	sv.vol.FS.AttachJournal(j)
 	sv.fsys.SetJournal(j)
 	srv, err := connect(role, mp, sv.fsys, sv.mountConfig(o), dir, init, ctl)
@@ -87,7 +96,7 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	stop := handleSignals(sv.vol, dirUnmounter(mp), sv.log)
 	defer stop()
 	_, _ = ctl.Write([]byte("ready")) // after the handler: the supervisor forwards SIGTERM from now on
-	go awaitQuiesce(ctl, sv, j)
+	go awaitQuiesce(ctl, sv, j, mp)
 	defer sv.runBackups(metaURL, o)()
 	srv.Wait()
 	if _, _, mounted := mountedAt(mp); mounted {
@@ -102,6 +111,33 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	_ = j.Remove()
 	removePid()
 	return err
+}
+
+// salvage deals with a journal an earlier mount at mp left (its
+// supervisor died with its server: systemd's Restart=, the OOM killer) before
+// a fresh mount starts its own: the acknowledged writes in it are applied
+// and committed (vfs.FS.Salvage), then it is removed. A journal of another
+// volume with writes in it is left alone and the mount refused: removing it
+// would lose that volume's acknowledged writes.
+func salvage(ctx context.Context, sv *serving, dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	old, err := journal.Recover(dir)
+	if err != nil {
+		return fmt.Errorf("the journal of an earlier mount at this mountpoint (%s) cannot be read: %w; remove it to mount without its writes", dir, err)
+	}
+	if len(old.Writes) > 0 {
+		if uuid := journal.LoadVolume(dir); uuid != sv.vol.Format.UUID {
+			return fmt.Errorf("%s holds %d acknowledged writes of an earlier mount of another volume (uuid %q) at this mountpoint: mount that volume here once to apply them, or remove %s to discard them", dir, len(old.Writes), uuid, dir)
+		}
+		if err := sv.vol.FS.Salvage(ctx, old); err != nil {
+			return fmt.Errorf("applying the journal of an earlier mount at this mountpoint (%s): %w", dir, err)
+		}
+		sv.log.Warn("applied the acknowledged writes of an earlier mount at this mountpoint whose supervisor died; its open files and locks stay with its session until that is reclaimed",
+			"writes", len(old.Writes), "handles", len(old.Handles), "session", old.Session)
+	}
+	return os.RemoveAll(dir)
 }
 
 // connect mounts (role serve, sending the connection to the supervisor)
@@ -122,10 +158,10 @@ func connect(role, mp string, fsys *fusefs.FS, cfg fusefs.MountConfig, dir strin
 }
 
 // awaitQuiesce hands over when the supervisor asks: requests in flight
-// are answered, later ones held for the successor, every buffered write
-// committed; then the process exits without ending its session, which
-// the successor resumes.
-func awaitQuiesce(ctl *os.File, sv *serving, j *journal.Journal) {
+// are answered (their replies written: fusefs.FS.AwaitReplies), later ones
+// held for the successor, every buffered write committed; then the process
+// exits without ending its session, which the successor resumes.
+func awaitQuiesce(ctl *os.File, sv *serving, j *journal.Journal, mp string) {
 	buf := make([]byte, 64)
 	for {
 		n, err := ctl.Read(buf)
@@ -141,11 +177,29 @@ func awaitQuiesce(ctl *os.File, sv *serving, j *journal.Journal) {
 			sv.log.Warn("upgrade: flushing before the handover failed; the successor replays the writes from the journal", "err", err)
 		}
 		_ = j.Close()
-		sv.log.Info("handing the mount over to a new server")
+		start := time.Now()
+		if err := awaitReplies(sv.fsys, mp); err != nil {
+			sv.log.Warn("upgrade: cannot tell that every reply reached the kernel; an operation answered at the last moment may run again in the new server", "err", err)
+		}
+		sv.log.Info("handing the mount over to a new server", "replies_wait", time.Since(start).Round(time.Microsecond))
 		_, _ = ctl.Write([]byte("quiesced"))
 		os.Exit(0)
 	}
 }
+
+// awaitReplies waits until go-fuse has written the replies of the
+// requests that finished before the quiesce (at most replyTimeout).
+func awaitReplies(fsys *fusefs.FS, mp string) error {
+	minor, ok := mountMinor(mp)
+	if !ok {
+		return fmt.Errorf("%s is not in the mount table", mp)
+	}
+	return fsys.AwaitReplies(minor, replyTimeout)
+}
+
+// replyTimeout bounds the wait for replies already due: microseconds,
+// unless the kernel has requests queued that go-fuse has not read.
+const replyTimeout = 2 * time.Second
 
 // dirUnmounter unmounts a mountpoint directly: the server of a supervised
 // mount does not know it by go-fuse's means.
@@ -248,7 +302,9 @@ func (sv *serving) runBackups(metaURL string, o mountOptions) func() {
 // the func removes it.
 func writePidFile(mp string) func() {
 	pid := pidFile(mp)
-	_ = os.MkdirAll(filepath.Dir(pid), 0o755)
+	if _, err := rundir.Ensure(); err != nil {
+		return func() {}
+	}
 	_ = os.WriteFile(pid+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644)
 	_ = os.Rename(pid+".tmp", pid)
 	return func() { _ = os.Remove(pid) }

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"shoal/internal/rundir"
 	"shoal/internal/secret"
 )
 
@@ -49,15 +50,11 @@ const (
 	maxBackoff    = 30 * time.Second
 )
 
-func runPath(mp, suffix string) string {
-	return strings.TrimSuffix(pidFile(mp), ".pid") + suffix
-}
-
 // journalDir is where a mount's journal lives.
-func journalDir(mp string) string { return runPath(mp, ".journal") }
+func journalDir(mp string) string { return rundir.Path(mp, ".journal") }
 
 // controlPath is the supervisor's socket for upgrade requests.
-func controlPath(mp string) string { return runPath(mp, ".sock") }
+func controlPath(mp string) string { return rundir.Path(mp, ".sock") }
 
 // child is one server process and its control socket.
 type child struct {
@@ -113,9 +110,29 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 		started   time.Time
 		restarts  []time.Time
 		announced bool
+		// While no server runs (cur is idle), restartAt fires when the
+		// next one starts, with restartExe.
+		restartAt  <-chan time.Time
+		restartExe = exe
 	)
 	for {
 		select {
+		case <-restartAt:
+			restartAt = nil
+			next, err := s.start(roleTakeOver, restartExe)
+			if err != nil {
+				restarts = append(restarts, time.Now())
+				wait := max(backoff(restarts), time.Second)
+				logger.Error("cannot start a server to take the mount over; retrying (applications in the mount wait)", "wait", wait, "exe", restartExe, "err", err)
+				if upgrading != nil {
+					fmt.Fprintf(upgrading.reply, "error the new server did not start (%v); the mount is served by %s again\n", err, exe)
+					upgrading.reply.Close()
+					upgrading = nil
+				}
+				restartExe, restartAt = exe, time.After(wait)
+				continue
+			}
+			cur = next
 		case m := <-cur.msgs:
 			switch {
 			case m.fd >= 0:
@@ -150,12 +167,20 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 				req.reply.Close()
 				continue
 			}
+			if cur.cmd == nil { // no server runs: start the new one now
+				upgrading, started, restartExe, restartAt = &req, time.Now(), req.exe, time.After(0)
+				continue
+			}
 			upgrading, started, handing = &req, time.Now(), true
 			logger.Info("upgrade: quiescing the server", "exe", req.exe)
 			_, _ = cur.ctl.Write([]byte("quiesce"))
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP && upgrading == nil && s.conn >= 0 {
 				r := upgradeReq{exe: exe, reply: discardConn{}}
+				if cur.cmd == nil {
+					upgrading, started, restartAt = &r, time.Now(), time.After(0)
+					continue
+				}
 				upgrading, started, handing = &r, time.Now(), true
 				_, _ = cur.ctl.Write([]byte("quiesce"))
 				continue
@@ -167,16 +192,19 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 				if curReady {
 					_ = cur.cmd.Process.Signal(syscall.SIGTERM)
 				}
+				if cur.cmd == nil {
+					// Waiting to restart: start a server now, which
+					// flushes and unmounts once it is ready.
+					restartAt = time.After(0)
+				}
 			}
 		case werr := <-cur.exit:
 			cur.ctl.Close()
-			curReady = false
+			cur, curReady = &child{}, false // idle until the next start
 			if handing {
 				handing = false
-				if cur, err = s.start(roleTakeOver, upgrading.exe); err == nil {
-					continue
-				}
-				logger.Error("upgrade: the new server did not start; going back to the old binary", "err", err)
+				restartExe, restartAt = upgrading.exe, time.After(0)
+				continue
 			}
 			if upgrading != nil { // the new server died before serving
 				fmt.Fprintf(upgrading.reply, "error the new server exited before serving (%v); the mount is served by %s again\n", werr, exe)
@@ -206,15 +234,13 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 				return nil
 			}
 			restarts = append(restarts, time.Now())
-			if wait := backoff(restarts); wait > 0 {
+			wait := backoff(restarts)
+			if wait > 0 {
 				logger.Error("the server keeps dying; waiting before the next restart (applications in the mount wait too; see the log above for why it dies)", "wait", wait, "last", werr)
-				time.Sleep(wait)
 			} else {
 				logger.Error("the server died; starting one that takes the mount over", "err", werr)
 			}
-			if cur, err = s.start(roleTakeOver, exe); err != nil {
-				return err
-			}
+			restartExe, restartAt = exe, time.After(wait)
 		}
 	}
 }
@@ -265,7 +291,9 @@ func (s *supervisor) start(role, exe string) (*child, error) {
 func (c *child) read() {
 	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(4))
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(int(c.ctl.Fd()), buf, oob, 0)
+		// MSG_CMSG_CLOEXEC: the connection received must not leak into
+		// every server started later (they get it as fd 4 on purpose).
+		n, oobn, _, _, err := unix.Recvmsg(int(c.ctl.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err != nil || (n == 0 && oobn == 0) {
 			return
 		}
@@ -300,7 +328,9 @@ func supervisedArgs(args []string, metaURL string) ([]string, string) {
 
 // listenUpgrades accepts upgrade requests on path: a line "upgrade EXE".
 func listenUpgrades(path string, logger *slog.Logger) (<-chan upgradeReq, func(), error) {
-	_ = os.MkdirAll(filepath.Dir(path), 0o755)
+	if _, err := rundir.Ensure(); err != nil {
+		return nil, nil, err
+	}
 	_ = os.Remove(path)
 	l, err := net.Listen("unix", path)
 	if err != nil {

@@ -47,5 +47,7 @@
 // descriptor number and asking the kernel to resend unanswered requests.
 // Every operation but a blocking lock wait passes a gate, so that Quiesce
 // can let the requests in flight finish and hold the rest back for the
-// successor.
+// successor (a blocking lock passes it once granted); AwaitReplies then
+// waits until go-fuse has written the replies of those that finished
+// (replies.go).
 package fusefs

@@ -30,7 +30,14 @@ func (fs *FS) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 
 // SetLkw implements fuse.RawFileSystem (F_SETLKW, blocking flock). A
 // signal to the waiting process interrupts it (EINTR).
+//
+// The wait is not gated (it would hold a handover up for as long as the
+// lock is contended), but its outcome is: a lock granted once the process
+// quiesces is neither recorded nor answered here — the journal is closed —
+// and the kernel resends the request to the successor, where the same
+// owner in the same session is granted it again and recorded.
 func (fs *FS) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
+	fs.gate.lockWaits.Add(1) // until it passes the gate (setLock)
 	c, stop := cancelable(ctx(&in.InHeader), cancel)
 	defer stop()
 	return fs.setLock(c, in, true)
@@ -39,10 +46,17 @@ func (fs *FS) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 func (fs *FS) setLock(c context.Context, in *fuse.LkIn, wait bool) fuse.Status {
 	ino := meta.Ino(in.NodeId)
 	if in.LkFlags&fuse.FUSE_LK_FLOCK != 0 {
-		return fs.status("flock", fs.vfs.Flock(c, vfs.Fh(in.Fh), ino, in.Owner, in.Lk.Typ, wait))
+		err := fs.vfs.Flock(c, vfs.Fh(in.Fh), ino, in.Owner, in.Lk.Typ, wait)
+		if wait {
+			defer fs.passLockGate()()
+		}
+		return fs.status("flock", err)
 	}
 	lk := fromFileLock(in.Lk)
 	err := fs.vfs.Setlk(c, vfs.Fh(in.Fh), ino, in.Owner, lk, wait)
+	if wait {
+		defer fs.passLockGate()()
+	}
 	if err == nil && lk.Type != meta.LockUnlock {
 		fs.posix.add(ino, in.Owner, in.Fh)
 	}
@@ -103,27 +117,48 @@ func (p *posixOwners) takeHandle(fh uint64) []posixOwner {
 	return out
 }
 
-// take forgets the pair and reports whether it was there.
+// take forgets the pair and reports whether it was there. The caller
+// journals the pair gone (gone) once its locks are dropped: recorded
+// before, a process killed in between would leave a successor unaware of
+// locks still held.
 func (p *posixOwners) take(ino meta.Ino, owner uint64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	k := posixOwner{ino, owner}
 	ok := p.held[k]
 	delete(p.held, k)
-	if ok && p.journal != nil {
+	return ok
+}
+
+// gone records for a successor that owner's locks on ino were dropped.
+func (p *posixOwners) gone(ino meta.Ino, owner uint64) {
+	if p.journal != nil {
 		_ = p.journal.OwnerGone(uint64(ino), owner)
 	}
-	return ok
 }
 
 // releasePosix drops every POSIX lock owner holds on the flushed file.
 func (fs *FS) releasePosix(in *fuse.FlushIn) {
-	if !fs.posix.take(meta.Ino(in.NodeId), in.LockOwner) {
+	ino := meta.Ino(in.NodeId)
+	if !fs.posix.take(ino, in.LockOwner) {
 		return
 	}
 	all := meta.Lock{Type: meta.LockUnlock, Start: 0, End: meta.LockEnd}
-	if err := fs.vfs.Setlk(ctx(&in.InHeader), vfs.Fh(in.Fh), meta.Ino(in.NodeId), in.LockOwner, all, false); err != nil {
+	if err := fs.vfs.Setlk(ctx(&in.InHeader), vfs.Fh(in.Fh), ino, in.LockOwner, all, false); err != nil {
 		fs.status("release posix locks", err)
+		return
+	}
+	fs.posix.gone(ino, in.LockOwner)
+}
+
+// passLockGate is enter for a blocking lock request, counted in lockWaits
+// from SetLkw until it is past the gate: once the process quiesces, every
+// request lockWaits counts is one it will never answer (AwaitReplies).
+func (fs *FS) passLockGate() func() {
+	fs.gate.mu.RLock()
+	return func() {
+		fs.gate.lockWaits.Add(-1)
+		fs.gate.mu.RUnlock()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -30,19 +31,28 @@ import (
 // answered (FUSE_NOTIFY_RESEND, Linux 6.9 and later): those the previous
 // process died with, or held back while it quiesced (gate).
 
-// gate holds requests back while the process hands over (Quiesce).
-type gate struct{ mu sync.RWMutex }
+// gate holds requests back while the process hands over (Quiesce). held
+// counts the requests waiting to enter, lockWaits the blocking lock
+// requests not yet past it (AwaitReplies).
+type gate struct {
+	mu        sync.RWMutex
+	held      atomic.Int64
+	lockWaits atomic.Int64
+}
 
 // enter admits a request; the returned func lets it out.
 func (fs *FS) enter() func() {
+	fs.gate.held.Add(1)
 	fs.gate.mu.RLock()
+	fs.gate.held.Add(-1)
 	return fs.gate.mu.RUnlock
 }
 
 // Quiesce waits until the requests being served are answered and holds
 // every later one back for good: the process is about to hand the
 // connection to a successor, which gets them again from the kernel.
-// Blocking lock waits (SetLkw) are not held: they are resent and wait
+// Blocking lock waits (SetLkw) are not held, but a lock they win from
+// now on is neither recorded nor answered: they are resent and wait
 // again in the successor.
 func (fs *FS) Quiesce() { fs.gate.mu.Lock() }
 

@@ -17,7 +17,10 @@
 //     a flush of the inode committed everything journaled before a
 //     mark, makes the earlier records dead;
 //   - the kernel's INIT request (file "init"), which a new go-fuse server
-//     must see before it serves a connection that was set up long ago.
+//     must see before it serves a connection that was set up long ago;
+//   - the UUID of the volume the mount serves (file "volume"), so that a
+//     journal left by a mount that died whole (supervisor and server) is
+//     applied by the next mount of the same volume only.
 //
 // Format. The journal is a sequence of segment files seg-NNNNNNNNNNNNNNNN,
 // each a sequence of records: a 4-byte little-endian payload length, a

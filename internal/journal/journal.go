@@ -72,9 +72,11 @@ type Options struct {
 	// SegmentSize is the size past which the next segment starts
 	// (0: DefaultSegmentSize).
 	SegmentSize int64
-	// Sync flushes every buffered write of the mount to the engine and
-	// the store. It is called in the background after a new segment
-	// starts; when it succeeds the older segments are deleted.
+	// Sync commits every write recorded before it is called to the engine
+	// and the store, waiting for those whose record is written but whose
+	// data is not yet buffered. It is called in the background after a
+	// new segment starts; when it succeeds the older segments, which may
+	// hold those writes' only records, are deleted.
 	Sync   func() error
 	Logger *slog.Logger
 }

@@ -182,3 +182,20 @@ func LoadInit(dir string) ([]byte, error) {
 	}
 	return b, err
 }
+
+// SaveVolume records which volume (its UUID) the journal in dir belongs
+// to, so that a later mount of another volume at the same place does not
+// apply it.
+func SaveVolume(dir, uuid string) error {
+	tmp := filepath.Join(dir, "volume.tmp")
+	if err := os.WriteFile(tmp, []byte(uuid), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, "volume"))
+}
+
+// LoadVolume returns the UUID SaveVolume recorded ("" if none).
+func LoadVolume(dir string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, "volume"))
+	return string(b)
+}

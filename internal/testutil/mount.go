@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"shoal/internal/rundir"
 )
 
 // Timeouts of the mount harness.
@@ -282,8 +284,7 @@ func lazyUnmount(dir string) {
 // is starting).
 func (m *Mount) ServerPID(t testing.TB) int {
 	t.Helper()
-	name := strings.ReplaceAll(strings.Trim(m.Dir, "/"), "/", "_")
-	b, err := os.ReadFile(filepath.Join(os.TempDir(), "shoal-run", name+".pid"))
+	b, err := os.ReadFile(rundir.Path(m.Dir, ".pid"))
 	if err != nil {
 		return 0
 	}

@@ -257,6 +257,9 @@ func (fs *FS) Write(ctx context.Context, fh Fh, off uint64, p []byte) (int, erro
 		if err != nil {
 			return 0, fmt.Errorf("vfs: journal: %w: %w", err, syscall.EIO)
 		}
+		if testHookJournaled != nil {
+			testHookJournaled()
+		}
 		f.journaled.Store(seq)
 	}
 	if err := f.getWriter().Write(ctx, off, p); err != nil {

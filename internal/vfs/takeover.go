@@ -58,6 +58,10 @@ func (fs *FS) State() journal.State {
 	return st
 }
 
+// testHookJournaled, if set (tests), runs in Write between a write's
+// journal record and its buffering.
+var testHookJournaled func()
+
 // noteJournal reports a failed journal record once: the mount keeps
 // serving, but a successor could not take over cleanly.
 func (fs *FS) noteJournal(err error) {
@@ -69,14 +73,20 @@ func (fs *FS) noteJournal(err error) {
 }
 
 // journalMark returns the journal's mark for a flush of f (0: nothing of
-// f is journaled since its last barrier).
+// f is journaled since its last barrier). It always takes jmu, so it
+// waits for the writes in flight between their record and their
+// buffering: such a write has not yet stored f.journaled, and a flush
+// that skipped it could let a journal rotation delete its only record.
 func (f *file) journalMark() uint64 {
 	j := f.fs.journal
-	if j == nil || f.journaled.Load() < f.barrier.Load() || f.journaled.Load() == 0 {
+	if j == nil {
 		return 0
 	}
 	f.jmu.Lock()
 	defer f.jmu.Unlock()
+	if n := f.journaled.Load(); n == 0 || n < f.barrier.Load() {
+		return 0
+	}
 	return j.Mark()
 }
 
@@ -132,6 +142,20 @@ func (fs *FS) Adopt(ctx context.Context, st journal.State) error {
 	if fs.resumeLost && epoch != 0 {
 		fs.fence.lose()
 	}
+	if err := fs.replay(ctx, st.Writes); err != nil {
+		return err
+	}
+	return fs.Sync(ctx)
+}
+
+// Salvage commits the acknowledged writes a journal of an earlier mount
+// of this volume holds, when that mount's kernel connection is gone (its
+// supervisor died with its server): they are applied again in order and
+// committed before it returns. The journal's handles and locks are not
+// adopted: they belong to the engine session st names, whose open-file
+// records and locks are released when the session is reclaimed.
+func (fs *FS) Salvage(ctx context.Context, st journal.State) error {
+	ctx = adoptCtx(ctx)
 	if err := fs.replay(ctx, st.Writes); err != nil {
 		return err
 	}

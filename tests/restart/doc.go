@@ -3,7 +3,11 @@
 // `shoal mount --upgrade`, while applications work in the mount — fio
 // writing and verifying, git cloning, a process holding a flock and an
 // unlinked file it keeps writing — and none of them may see an error,
-// lose an acknowledged byte, lose its lock or its descriptor. Each test
-// also measures the longest time an application waited (the stall) and
-// logs it.
+// lose an acknowledged byte, lose its lock or its descriptor. What was
+// written is read back where the page cache cannot answer (a second mount
+// of the volume, or after dropping the file's pages), so a lost write
+// fails the test. Each test also measures the longest time an application
+// waited (the stall), logs it and fails above 10 s. Killing the supervisor
+// and the server together, the next mount applies the journal's
+// acknowledged writes; a successor holds the kernel connection once.
 package restart

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"shoal/internal/rundir"
 	"shoal/internal/testutil"
 	"shoal/internal/volume"
 	"shoal/tests/isolate"
@@ -179,8 +180,7 @@ func legacySettings(t *testing.T, ev *evidence, pwURL, credBucket, dir string) {
 // its supervisor), from its pid file.
 func serverPID(t *testing.T, mp string) int {
 	t.Helper()
-	name := strings.ReplaceAll(strings.Trim(mp, "/"), "/", "_")
-	b, err := os.ReadFile(filepath.Join(os.TempDir(), "shoal-run", name+".pid"))
+	b, err := os.ReadFile(rundir.Path(mp, ".pid"))
 	if err != nil {
 		t.Fatalf("server pid of %s: %v", mp, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"shoal/internal/rundir"
 	"shoal/internal/secret"
 	"shoal/internal/testutil"
 	"shoal/tests/isolate"
@@ -47,8 +48,7 @@ func mountedType(t *testing.T, dir string) string {
 // serverPID reads the pid file a mount at dir writes (as the cli does).
 func serverPID(t *testing.T, dir string) int {
 	t.Helper()
-	name := strings.ReplaceAll(strings.Trim(dir, "/"), "/", "_")
-	b, err := os.ReadFile(filepath.Join(os.TempDir(), "shoal-run", name+".pid"))
+	b, err := os.ReadFile(rundir.Path(dir, ".pid"))
 	if err != nil {
 		t.Fatalf("pid file of the mount at %s: %v", dir, err)
 	}

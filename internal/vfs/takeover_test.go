@@ -1,0 +1,91 @@
+package vfs_test
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"shoal/internal/data"
+	"shoal/internal/journal"
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv/memkv"
+	"shoal/internal/meta/kvmeta"
+	"shoal/internal/object/memstore"
+	"shoal/internal/vfs"
+)
+
+// TestRotationKeepsTheWriteThatTriggeredIt: the write whose record fills a
+// segment starts the background flush that deletes the segment; that
+// flush must commit the write (wait for it) before its only record goes.
+// A successor that finds only the new segment must still see the data.
+func TestRotationKeepsTheWriteThatTriggeredIt(t *testing.T) {
+	ctx := context.Background()
+	eng := kvmeta.New(memkv.New(), kvmeta.Options{})
+	if err := eng.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	objects := memstore.New()
+	store1 := data.New(objects, data.Config{BlockSize: 64 << 10})
+	fs1 := vfs.New(eng, store1, vfs.Config{}) // never closed: it "crashes"
+	e, res, err := fs1.Create(ctx, meta.RootIno, "f", 0o644, syscall.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	synced := make(chan struct{})
+	var once sync.Once
+	j, err := journal.Create(dir, fs1.State(), journal.Options{
+		SegmentSize: 1, // the first record after the checkpoint rotates
+		Sync: func() error {
+			defer once.Do(func() { close(synced) })
+			return fs1.Sync(ctx)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs1.AttachJournal(j)
+
+	// Hold the write between its record and its buffering until the
+	// rotation's flush is done (or, if the flush rightly waits for the
+	// write, a while).
+	vfs.SetJournaledHook(func() {
+		select {
+		case <-synced:
+		case <-time.After(300 * time.Millisecond):
+		}
+	})
+	t.Cleanup(func() { vfs.SetJournaledHook(nil) })
+	want := "acknowledged"
+	if _, err := fs1.Write(ctx, res.Fh, 0, []byte(want)); err != nil {
+		t.Fatal(err)
+	}
+	vfs.SetJournaledHook(nil)
+	if err := j.Close(); err != nil { // waits for the background flush
+		t.Fatal(err)
+	}
+
+	// kill -9: fs1's buffers are gone; a successor adopts the journal.
+	st, err := journal.Recover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store2 := data.New(objects, data.Config{BlockSize: 64 << 10})
+	t.Cleanup(func() { store2.Close() })
+	fs2 := vfs.New(eng, store2, vfs.Config{})
+	t.Cleanup(func() { _ = fs2.Close(ctx) })
+	if err := fs2.Adopt(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	or, err := fs2.Open(ctx, e.Ino, syscall.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, fs2, or.Fh, 64); string(got) != want {
+		t.Fatalf("after rotation and a crash the file holds %q, want %q (journal writes: %d)", got, want, len(st.Writes))
+	}
+}
