@@ -43,6 +43,7 @@
 //	'F'                    → format JSON (volume settings, version)
 //	'N' name               → counters (next ids, usage, quota directories)
 //	'U' ino                → directory quota: limits and the tree's usage
+//	'Y' name               → snapshot record (snapshot.go)
 //	'E' session            → session JSON (heartbeat)
 //	'o'/'q' session ino    → what a session holds: orphans, locked inodes
 //	'H' ino session        → ino is open in session (see open.go)
@@ -98,6 +99,17 @@
 // refuses creates and makes unlinks in them final. The Engine implements
 // meta.Trash (list, restore, empty, expire, set the days); trash.go has
 // the design, trash_admin.go the admin side.
+//
+// # Snapshots and clones
+//
+// Clones and snapshots are tree copies (clone.go): new inodes with the
+// same records, sharing slices by reference, made in one kv.Exclusive
+// transaction so a tree is copied as it was at one instant while other
+// clients' writes wait. A snapshot's inodes live under /.snapshots and
+// carry flagFrozen; Engine.update refuses any change to a frozen inode
+// with EROFS in one place (frozen.go), and the usage counters leave them
+// out (snapshot.go). The copy counter ('N' copies) counts operations that
+// give an existing slice a new holder, for gc (meta.CopyCounter).
 //
 // # Sessions and locks
 //
