@@ -26,6 +26,9 @@
 // beside it (createCtx puts it in meta.Cred.Umask), because a default ACL
 // replaces the umask; SETXATTR_EXT carries the kernel's verdict that
 // setting an ACL must clear setgid (meta.XattrACLKillSgid).
+// After a clone (setxattr of vfs.CloneXattr) the adaptor drops a negative
+// entry the kernel may hold for the new name, from a goroutine: the kernel
+// holds the directory's lock until the setxattr is answered.
 //
 // Metrics (metered.go): with Options.Ops set, the server is given a
 // wrapper that times every request and reports it by operation number

@@ -57,6 +57,14 @@
 // open files and locked inodes and goes to the engine, which stores it
 // with the heartbeat (meta.SessionReporter) for `shoal console`.
 //
+// # Clones
+//
+// Clone (clone.go) copies a file or tree through meta.Cloner after
+// committing this mount's acknowledged writes. The FUSE adaptor reaches
+// it through a control xattr, CloneXattr, set on the destination
+// directory: Setxattr runs the clone instead of storing the name, with
+// the caller's identity the kernel sent.
+//
 // # Freed data
 //
 // Truncate, overwrite-compaction and purge free slices in the engine. A
