@@ -1,6 +1,8 @@
 package metatest
 
 import (
+	"bytes"
+	"reflect"
 	"slices"
 	"syscall"
 	"testing"
@@ -129,6 +131,26 @@ func testSnapshot(t *testing.T, newEngine Factory) {
 			t.Fatalf("fsck after snapshots: %q", rep.Problems)
 		}
 	}
+	// A dump carries the snapshots: listed, read-only, usage uncounted.
+	if d, ok := v.e.(meta.Dumper); ok {
+		var buf bytes.Buffer
+		v.check(d.Dump(v.ctx, &buf), "dump")
+		other := newEngine(t)
+		t.Cleanup(func() { _ = other.Close() })
+		w := &env{t: t, e: other, ctx: v.ctx}
+		w.check(other.(meta.Dumper).Restore(w.ctx, &buf), "restore")
+		got, err := other.(meta.Snapshots).ListSnapshots(w.ctx)
+		w.check(err, "list restored snapshots")
+		if !reflect.DeepEqual(got, list) {
+			t.Fatalf("restored snapshots %+v, want %+v", got, list)
+		}
+		rs := w.lookup(w.lookup(w.lookup(meta.RootIno, ".snapshots").Ino, "s1").Ino, "d")
+		_, err = other.Unlink(w.ctx, rs.Ino, "f")
+		w.wantErrno(err, syscall.EROFS, "unlink in a restored snapshot")
+		if a, b := v.statfs(), w.statfs(); a.UsedInodes != b.UsedInodes || a.UsedSpace != b.UsedSpace {
+			t.Fatalf("usage after restore %+v, source %+v", b, a)
+		}
+	}
 	// Deleting every holder frees the slice; deleting a snapshot alone
 	// frees nothing the volume still shows.
 	v.check(sn.DeleteSnapshot(v.ctx, "s2"), "delete s2")
@@ -203,6 +225,21 @@ func testClone(t *testing.T, newEngine Factory) {
 	_, err = cl.Clone(v.ctx, meta.CloneRequest{Src: d.Ino, Parent: d.Ino, Name: "self"})
 	v.wantErrno(err, syscall.EINVAL, "clone a tree into itself")
 
+	// A clone counts in directory quotas like new files.
+	if qs, ok := v.e.(meta.Quotas); ok {
+		q := v.dir(meta.RootIno, "q")
+		_, err := qs.SetQuota(v.ctx, q.Ino, 0, 2)
+		v.check(err, "set quota")
+		_, err = cl.Clone(v.ctx, meta.CloneRequest{Src: d.Ino, Parent: q.Ino, Name: "d"})
+		v.wantErrno(err, syscall.EDQUOT, "clone of 3 inodes under a 2-inode quota")
+		_, err = cl.Clone(v.ctx, meta.CloneRequest{Src: f.Ino, Parent: q.Ino, Name: "f"})
+		v.check(err, "clone of 1 inode under a 2-inode quota")
+		got, err := qs.GetQuota(v.ctx, q.Ino)
+		v.check(err, "get quota")
+		if got.UsedInodes != 1 || got.UsedSpace != 4096 {
+			t.Fatalf("quota usage after a clone %+v", got)
+		}
+	}
 	// Copy on write: the clone changes alone.
 	v.write(cf.Ino, 0, 10)
 	if got := v.view(f.Ino, 0, 0, 10); got[0].ID != s.ID {
