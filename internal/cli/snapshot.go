@@ -44,6 +44,9 @@ to let gc free the blocks only it still holds.`,
 		func(ctx context.Context, w io.Writer, sn meta.Snapshots, args []string) error {
 			start := time.Now()
 			s, err := sn.CreateSnapshot(ctx, args[1], createPath)
+			if errors.Is(err, syscall.ENOENT) {
+				return withCode(ExitNotFound, fmt.Errorf("snapshot create: %s is not in the volume", createPath))
+			}
 			if err != nil {
 				return snapshotErr("create", args[1], err)
 			}
@@ -71,7 +74,15 @@ to let gc free the blocks only it still holds.`,
 		})
 	restore := snapshotSub("restore META-URL NAME", "Put a snapshot's tree (or --path in it) back in place", 2,
 		func(ctx context.Context, w io.Writer, sn meta.Snapshots, args []string) error {
+			if restorePath == "" || restorePath == "/" {
+				if whole, err := wholeVolume(ctx, sn, args[1]); err != nil || whole {
+					return firstError(err, withCode(ExitUsage, fmt.Errorf("snapshot restore: %s is a snapshot of the whole volume: give --path of a directory or file in it to restore (one top-level directory at a time)", args[1])))
+				}
+			}
 			aside, err := sn.RestoreSnapshot(ctx, args[1], restorePath)
+			if errors.Is(err, syscall.ENOENT) {
+				return withCode(ExitNotFound, fmt.Errorf("snapshot restore: no snapshot %s, or no %s in it, or its directory is gone from the volume: %w", args[1], restorePath, err))
+			}
 			if err != nil {
 				return snapshotErr("restore", args[1], err)
 			}
@@ -96,6 +107,9 @@ func snapshotSub(use, short string, n int, run snapshotRun) *cobra.Command {
 		Args:  exactArgs(n),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if len(args) > 1 && meta.CheckName(args[1]) != nil {
+				return withCode(ExitUsage, fmt.Errorf("snapshot: %q is not a valid snapshot name (a file name: no '/', not . or .., at most 255 bytes)", args[1]))
+			}
 			eng, _, err := volume.Load(ctx, args[0])
 			if err != nil {
 				return loadError(err, args[0])
@@ -141,4 +155,28 @@ func printSnapshots(w io.Writer, all []meta.Snapshot, asJSON bool) error {
 			time.Unix(0, s.Created).UTC().Format(time.RFC3339), s.Inodes, humanBytes(s.Bytes))
 	}
 	return tw.Flush()
+}
+
+// wholeVolume reports whether snapshot name is of the whole volume.
+func wholeVolume(ctx context.Context, sn meta.Snapshots, name string) (bool, error) {
+	all, err := sn.ListSnapshots(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range all {
+		if s.Name == name {
+			return s.Path == "/", nil
+		}
+	}
+	return false, withCode(ExitNotFound, fmt.Errorf("snapshot restore: no snapshot named %s ('shoal snapshot list' shows them)", name))
+}
+
+// firstError returns the first non-nil error.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
