@@ -350,7 +350,11 @@ func splitDest(arg string) (dest, name string) {
 	if i := strings.Index(arg, "://"); i >= 0 {
 		scheme, rest = arg[:i+3], arg[i+3:]
 	}
-	if i := strings.LastIndexByte(rest, ':'); i >= 0 && archive.CheckName(rest[i+1:]) == nil {
+	i := strings.LastIndexByte(rest, ':')
+	if scheme != "" && i < strings.IndexByte(rest, '/') {
+		i = -1 // a URL's host:port
+	}
+	if i >= 0 && archive.CheckName(rest[i+1:]) == nil {
 		return scheme + rest[:i], rest[i+1:]
 	}
 	return arg, ""
