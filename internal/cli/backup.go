@@ -351,7 +351,7 @@ func splitDest(arg string) (dest, name string) {
 		scheme, rest = arg[:i+3], arg[i+3:]
 	}
 	i := strings.LastIndexByte(rest, ':')
-	if scheme != "" && i < strings.IndexByte(rest, '/') {
+	if slash := strings.IndexByte(rest, '/'); scheme != "" && (slash < 0 || i < slash) {
 		i = -1 // a URL's host:port
 	}
 	if i >= 0 && archive.CheckName(rest[i+1:]) == nil {
