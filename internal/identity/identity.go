@@ -28,6 +28,7 @@ const (
 	HowReplace = "load --replace" // shoal load --replace: took Origin's place
 	HowAdd     = "claims --add"   // shoal claims --add
 	HowSource  = "load (source)"  // written by a load for its unclaimed source
+	HowRestore = "backup restore" // shoal restore: a volume made from a backup of Origin
 )
 
 // Errors of Check and Exclusive, wrapped in a message that lists the

@@ -72,6 +72,28 @@ type Dumper interface {
 	Restore(ctx context.Context, r io.Reader) error
 }
 
+// TreeDump is what TreeDumper.DumpTree wrote.
+type TreeDump struct {
+	Inodes int64 // inodes written, the new root included
+	Bytes  int64 // the files' lengths
+	// Slices maps each slice the dump's chunk records name to its size:
+	// with the block size, the block objects the dump needs.
+	Slices map[SliceID]uint32
+}
+
+// TreeDumper writes one tree of a volume as the dump of a volume of its
+// own, in the stream Dumper.Restore reads (backups of snapshots).
+type TreeDumper interface {
+	// DumpTree writes the tree at directory top, which must not change
+	// while it runs (a snapshot's), with top as the root: the volume's
+	// settings, its inodes (snapshot marks cleared), entries, symlinks,
+	// xattrs, chunk records, the reference counts of its slices counted
+	// within the tree, and counters recounted for it. Sessions, locks,
+	// quotas, orphans, freed slices and snapshot records are left out.
+	// ENOTDIR if top is not a directory.
+	DumpTree(ctx context.Context, top Ino, w io.Writer) (TreeDump, error)
+}
+
 // Quota is a directory quota: limits on the space and inodes of the tree
 // under directory Ino (the directory itself not counted), and what the
 // tree uses. A limit of 0 is no limit.

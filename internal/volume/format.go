@@ -238,3 +238,6 @@ func newUUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
+
+// NewUUID returns a random (version 4) uuid for a new volume.
+func NewUUID() string { return newUUID() }

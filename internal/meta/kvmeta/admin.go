@@ -192,6 +192,14 @@ const restoreBatch = 512
 // leaves an unformatted store that can be wiped and restored again.
 // Sessions and locks are skipped (restoredKind).
 func (e *Engine) Restore(ctx context.Context, r io.Reader) error {
+	return e.RestoreEdited(ctx, r, nil)
+}
+
+// RestoreEdited is Restore with the volume settings passed through edit
+// (when set) before they are written, last: a backup restored into a
+// new bucket gets its new storage and uuid in the same step, so no
+// moment exists in which the engine names the source's bucket.
+func (e *Engine) RestoreEdited(ctx context.Context, r io.Reader, edit func(*meta.Format) error) error {
 	switch _, err := e.Load(ctx); {
 	case err == nil:
 		return meta.ErrFormatted
@@ -235,6 +243,20 @@ func (e *Engine) Restore(ctx context.Context, r io.Reader) error {
 	}
 	if formatValue == nil {
 		return wrap(fmt.Errorf("dump has no format record"), "restore")
+	}
+	if edit != nil {
+		var f meta.Format
+		if err := json.Unmarshal(formatValue, &f); err != nil {
+			return wrap(fmt.Errorf("the dump's format record: %w", err), "restore")
+		}
+		if err := edit(&f); err != nil {
+			return wrap(err, "restore")
+		}
+		raw, err := json.Marshal(f)
+		if err != nil {
+			return wrap(err, "restore")
+		}
+		formatValue = raw
 	}
 	batch = append(batch, [2][]byte{formatKey(), formatValue})
 	if err := e.writeBatch(ctx, batch); err != nil {

@@ -131,7 +131,11 @@
 // and usage counters recomputed from the entries and chunk records, with
 // repair), meta.Dumper (a portable dump that restores into any kv
 // backend; a restore leaves out sessions, their indexes and lock records,
-// since the restored volume has no clients: restore.go) and meta.Quotas
+// since the restored volume has no clients: restore.go; RestoreEdited
+// edits the settings as they are written, for backups restored into a
+// new bucket), meta.TreeDumper (one tree, a snapshot's, dumped as a volume
+// of its own for backups, and DumpSlices, which lists the slices a dump
+// names: dumptree.go) and meta.Quotas
 // (directory quotas), and meta.RunLog (the last fsck, gc and backup run,
 // one counter key per job: runlog.go). SkipSliceIDs lets a loaded copy draw slice ids far
 // from its source's, as the two share a bucket (volume.Adopt).

@@ -1,0 +1,143 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"shoal/internal/data"
+	"shoal/internal/meta"
+	"shoal/internal/object"
+	"shoal/internal/progress"
+	"shoal/internal/volume"
+)
+
+// DefaultJobs is how many blocks are copied or read at a time.
+const DefaultJobs = 16
+
+// block is one block object a dump references.
+type block struct {
+	key  string
+	size int // data length
+}
+
+// blocksOf lists the block objects of slices, by key.
+func blocksOf(slices_ map[meta.SliceID]uint32, blockSize int) []block {
+	ids := make([]meta.SliceID, 0, len(slices_))
+	for id := range slices_ {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var out []block
+	for _, id := range ids {
+		size := slices_[id]
+		for i := range data.BlockCount(blockSize, size) {
+			n := data.BlockLen(blockSize, size, i)
+			out = append(out, block{key: data.BlockKey(id, i, n), size: n})
+		}
+	}
+	return out
+}
+
+// listBlocks lists a store's block objects: key → stored size.
+func listBlocks(ctx context.Context, s object.Store) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := object.Walk(ctx, s, data.BlockPrefix, func(page []object.Info) {
+		for _, info := range page {
+			out[info.Key] = info.Size
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the blocks of %s: %w", s, err)
+	}
+	return out, nil
+}
+
+// missing returns the blocks present lacks, or holds in a size no
+// stored form of them takes.
+func missing(blocks []block, present map[string]int64, f meta.Format) []block {
+	ok := volume.StoredSizeOK(f)
+	var out []block
+	for _, b := range blocks {
+		if stored, has := present[b.key]; !has || !ok(stored, int64(b.size)) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// copyBlocks copies blocks raw from src to dst, jobs at a time, and
+// returns the bytes copied. Each block is read whole into memory (at
+// most a block's stored size) and Put with its size.
+func copyBlocks(ctx context.Context, src, dst object.Store, blocks []block, jobs int, p *progress.Progress) (int64, error) {
+	var copied int64
+	var mu sync.Mutex
+	err := parallel(ctx, blocks, jobs, func(ctx context.Context, b block) error {
+		n, err := copyObject(ctx, src, dst, b.key)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		copied += n
+		mu.Unlock()
+		p.Add(1)
+		return nil
+	})
+	return copied, err
+}
+
+func copyObject(ctx context.Context, src, dst object.Store, key string) (int64, error) {
+	rc, err := src.Get(ctx, key, 0, -1)
+	if err != nil {
+		return 0, fmt.Errorf("reading block %s from %s: %w", key, src, err)
+	}
+	var buf bytes.Buffer
+	_, err = io.Copy(&buf, rc)
+	rc.Close()
+	if err != nil {
+		return 0, fmt.Errorf("reading block %s from %s: %w", key, src, err)
+	}
+	n := int64(buf.Len())
+	if err := dst.Put(ctx, key, &buf, n); err != nil {
+		return 0, fmt.Errorf("writing block %s to %s: %w", key, dst, err)
+	}
+	return n, nil
+}
+
+// parallel calls fn for every item, jobs at a time, and returns the first
+// error (the others are cancelled).
+func parallel[T any](ctx context.Context, items []T, jobs int, fn func(context.Context, T) error) error {
+	if jobs <= 0 {
+		jobs = DefaultJobs
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ch := make(chan T)
+	var wg sync.WaitGroup
+	for range min(jobs, max(len(items), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range ch {
+				if err := fn(ctx, it); err != nil {
+					cancel(err)
+				}
+			}
+		}()
+	}
+	for _, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case ch <- it:
+		case <-ctx.Done():
+		}
+	}
+	close(ch)
+	wg.Wait()
+	return context.Cause(ctx)
+}
