@@ -7,7 +7,7 @@ const (
 	ExitOK       = 0 // success
 	ExitError    = 1 // the command failed; the message says why
 	ExitUsage    = 2 // wrong arguments or flags
-	ExitDamage   = 3 // fsck found damage it did not repair, or gc found the volume damaged
+	ExitDamage   = 3 // fsck found damage it did not repair, gc found the volume damaged, or backup verify found bad blocks
 	ExitNotFound = 4 // volume not formatted, or mountpoint missing
 )
 
