@@ -55,7 +55,8 @@ func (m *mountMetrics) observer() fusefs.Observer {
 }
 
 // serve exports vol's own counters, serves /metrics, and records the
-// address for `shoal stats mp` (metricsFile). The returned func stops it.
+// address for `shoal stats mp` in the public runtime directory (readable
+// by every user: internal/rundir). The returned func stops it.
 func (m *mountMetrics) serve(vol *volume.Volume, mp string, logger *slog.Logger) (stop func()) {
 	if m == nil {
 		return func() {}
@@ -73,8 +74,8 @@ func (m *mountMetrics) serve(vol *volume.Volume, mp string, logger *slog.Logger)
 			logger.Error("metrics endpoint stopped", "err", err)
 		}
 	}()
-	path := metricsFile(mp)
-	if _, err := rundir.Ensure(); err != nil {
+	path := rundir.PublicPath(mp, metricsSuffix)
+	if _, err := rundir.EnsurePublic(); err != nil {
 		logger.Warn("cannot record the metrics address for 'shoal stats'", "err", err)
 	} else if err := os.WriteFile(path, []byte(m.ln.Addr().String()+"\n"), 0o644); err != nil {
 		logger.Warn("cannot record the metrics address for 'shoal stats'", "file", path, "err", err)
@@ -93,8 +94,6 @@ func (m *mountMetrics) close() {
 	}
 }
 
-// metricsFile is where a mount at mp records its metrics address, beside
-// its pid file.
-func metricsFile(mp string) string {
-	return rundir.Path(mp, ".metrics")
-}
+// metricsSuffix names a mount's metrics address file in the public
+// runtime directory.
+const metricsSuffix = ".metrics"
