@@ -38,13 +38,16 @@ func listenMetrics(addr string) (*mountMetrics, error) {
 	return &mountMetrics{reg: metrics.New(fusefs.OpNames()), ln: ln}, nil
 }
 
-// storeHook is what the volume puts over its object store backend.
+// storeHook is what the volume puts over its object store backend and
+// tells of its retries.
 func (m *mountMetrics) storeHook() volume.StoreHook {
 	if m == nil {
-		return nil
+		return nil // a nil interface, not a nil *Registry in one
 	}
-	return m.reg.Objects
+	return m.reg
 }
+
+var _ volume.StoreHook = (*metrics.Registry)(nil)
 
 // observer is what fusefs tells of every request.
 func (m *mountMetrics) observer() fusefs.Observer {

@@ -10,6 +10,8 @@ const (
 	FuseWriteBytes  = "shoal_fuse_written_bytes_total"                 // bytes accepted by write requests
 	ObjectSeconds   = "shoal_object_request_duration_seconds"          // histogram by op (get, put, head, delete, list): requests to the backend, each retry one
 	ObjectErrors    = "shoal_object_request_errors_total"              // by op: requests that failed (a missing object on get/head is not a failure)
+	ObjectRetries   = "shoal_object_retries_total"                     // by op: requests that retried a failed one (each also in ObjectSeconds)
+	ObjectBackoff   = "shoal_object_retry_backoff_seconds_total"       // by op: time the retry policy waited before its retries
 	ObjectPutBytes  = "shoal_object_put_bytes_total"                   // bytes sent by put requests, retries included
 	EngineTxns      = "shoal_engine_transactions_total"                // by kind (update, view)
 	EngineTxnSecs   = "shoal_engine_transaction_seconds_total"         // by kind: time in transactions, retries included
