@@ -31,7 +31,7 @@ const (
 	OpenHandles     = "shoal_open_handles"                             // open file handles
 	OpenFiles       = "shoal_open_files"                               // distinct files open through this mount
 	LockedFiles     = "shoal_locked_files"                             // open files a lock was taken through since their open (files, not locks; unlock keeps them)
-	CompactBacklog  = "shoal_compaction_backlog"                       // chunks queued for compaction
+	CompactBacklog  = "shoal_compaction_backlog"                       // chunks due for compaction: the one being compacted and those queued
 	CleanerBacklog  = "shoal_cleaner_backlog"                          // freed slices waiting to be deleted
 	HeartbeatAge    = "shoal_session_heartbeat_age_seconds"            // since the session's last renewal was sent; -1 without a session
 	UptimeSeconds   = "shoal_uptime_seconds"                           // since the mount started
