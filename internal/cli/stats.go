@@ -48,8 +48,11 @@ With --once it prints the totals since the mount started and exits; add
   shoal stats /mnt/shoal --once --json
   shoal stats --metrics 127.0.0.1:9567`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if f.addr != "" && len(args) > 0 {
+				return withCode(ExitUsage, errors.New("stats: give a MOUNTPOINT or --metrics ADDR, not both"))
+			}
 			if f.addr != "" {
-				return exactArgs(0)(cmd, args)
+				return nil
 			}
 			return exactArgs(1)(cmd, args)
 		},
