@@ -38,13 +38,16 @@ func listenMetrics(addr string) (*mountMetrics, error) {
 	return &mountMetrics{reg: metrics.New(fusefs.OpNames()), ln: ln}, nil
 }
 
-// storeHook is what the volume puts over its object store backend.
+// storeHook is what the volume puts over its object store backend and
+// tells of its retries.
 func (m *mountMetrics) storeHook() volume.StoreHook {
 	if m == nil {
-		return nil
+		return nil // a nil interface, not a nil *Registry in one
 	}
-	return m.reg.Objects
+	return m.reg
 }
+
+var _ volume.StoreHook = (*metrics.Registry)(nil)
 
 // observer is what fusefs tells of every request.
 func (m *mountMetrics) observer() fusefs.Observer {
@@ -55,7 +58,8 @@ func (m *mountMetrics) observer() fusefs.Observer {
 }
 
 // serve exports vol's own counters, serves /metrics, and records the
-// address for `shoal stats mp` (metricsFile). The returned func stops it.
+// address for `shoal stats mp` in the public runtime directory (readable
+// by every user: internal/rundir). The returned func stops it.
 func (m *mountMetrics) serve(vol *volume.Volume, mp string, logger *slog.Logger) (stop func()) {
 	if m == nil {
 		return func() {}
@@ -73,8 +77,8 @@ func (m *mountMetrics) serve(vol *volume.Volume, mp string, logger *slog.Logger)
 			logger.Error("metrics endpoint stopped", "err", err)
 		}
 	}()
-	path := metricsFile(mp)
-	if _, err := rundir.Ensure(); err != nil {
+	path := rundir.PublicPath(mp, metricsSuffix)
+	if _, err := rundir.EnsurePublic(); err != nil {
 		logger.Warn("cannot record the metrics address for 'shoal stats'", "err", err)
 	} else if err := os.WriteFile(path, []byte(m.ln.Addr().String()+"\n"), 0o644); err != nil {
 		logger.Warn("cannot record the metrics address for 'shoal stats'", "file", path, "err", err)
@@ -93,8 +97,6 @@ func (m *mountMetrics) close() {
 	}
 }
 
-// metricsFile is where a mount at mp records its metrics address, beside
-// its pid file.
-func metricsFile(mp string) string {
-	return rundir.Path(mp, ".metrics")
-}
+// metricsSuffix names a mount's metrics address file in the public
+// runtime directory.
+const metricsSuffix = ".metrics"

@@ -47,25 +47,44 @@ func checkFUSE() error {
 // mountedAt reports whether a file system is mounted at mp, with its
 // source and type, from /proc/self/mountinfo.
 func mountedAt(mp string) (source, fstype string, ok bool) {
-	source, fstype, _, ok = mountInfo(mp)
-	return source, fstype, ok
+	e, ok := mountInfo(mp)
+	return e.source, e.fstype, ok
 }
 
 // mountMinor returns the minor device number of the file system mounted at
 // mp (a FUSE connection's number in fusectl), without touching it.
 func mountMinor(mp string) (uint32, bool) {
-	_, _, dev, ok := mountInfo(mp)
-	_, minor, found := strings.Cut(dev, ":")
+	e, ok := mountInfo(mp)
+	_, minor, found := strings.Cut(e.dev, ":")
 	n, err := strconv.ParseUint(minor, 10, 32)
 	return uint32(n), ok && found && err == nil
 }
 
-// mountInfo returns the source, type and device ("major:minor") of the
-// last file system mounted at mp, from /proc/self/mountinfo.
-func mountInfo(mp string) (source, fstype, dev string, ok bool) {
+// mountOwner returns the user a FUSE file system mounted at mp belongs to
+// (its user_id= option: the uid of the process that mounted it), or -1
+// for a mount without one; ok is false when nothing is mounted there.
+func mountOwner(mp string) (uid int, ok bool) {
+	e, ok := mountInfo(mp)
+	for _, opt := range strings.Split(e.options, ",") {
+		if v, found := strings.CutPrefix(opt, "user_id="); found {
+			if n, err := strconv.Atoi(v); err == nil {
+				return n, ok
+			}
+		}
+	}
+	return -1, ok
+}
+
+// mountEntry is one line of /proc/self/mountinfo: source, type, device
+// ("major:minor") and the file system's own (super block) options.
+type mountEntry struct{ source, fstype, dev, options string }
+
+// mountInfo returns the last file system mounted at mp, from
+// /proc/self/mountinfo.
+func mountInfo(mp string) (e mountEntry, ok bool) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return "", "", "", false
+		return e, false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -77,11 +96,14 @@ func mountInfo(mp string) (source, fstype, dev string, ok bool) {
 		}
 		for i, fl := range fields {
 			if fl == "-" && i+2 < len(fields) {
-				source, fstype, dev, ok = fields[i+2], fields[i+1], fields[2], true
+				e, ok = mountEntry{source: fields[i+2], fstype: fields[i+1], dev: fields[2]}, true
+				if i+3 < len(fields) {
+					e.options = fields[i+3]
+				}
 			}
 		}
 	}
-	return source, fstype, dev, ok
+	return e, ok
 }
 
 // unescapeMount decodes the octal escapes (\040 for space) of mountinfo.

@@ -65,8 +65,7 @@ type namedOp struct {
 func diffOps(prev, cur map[string]metrics.OpTotals) []namedOp {
 	var out []namedOp
 	for name, c := range cur {
-		p := prev[name]
-		d := metrics.OpTotals{Count: c.Count - p.Count, Errors: c.Errors - p.Errors, Seconds: c.Seconds - p.Seconds}
+		d := c.Sub(prev[name])
 		if d.Count > 0 {
 			out = append(out, namedOp{name, d})
 		}
@@ -80,14 +79,19 @@ func diffOps(prev, cur map[string]metrics.OpTotals) []namedOp {
 	return out
 }
 
-// renderOps prints up to most ops: rate, mean latency, errors.
+// renderOps prints up to most ops: rate, mean latency, errors, and the
+// retries among them (with their backoff) when there were any.
 func renderOps(w io.Writer, ops []namedOp, sec float64, most int) {
 	for i, o := range ops {
 		if i == most {
 			fmt.Fprintf(w, "  ... %d more\n", len(ops)-most)
 			return
 		}
-		fmt.Fprintf(w, "  %-16s %8.0f/s   mean %-9s errors %d\n", o.name, float64(o.Count)/sec, o.Mean().Round(time.Microsecond), o.Errors)
+		fmt.Fprintf(w, "  %-16s %8.0f/s   mean %-9s errors %d", o.name, float64(o.Count)/sec, o.Mean().Round(time.Microsecond), o.Errors)
+		if o.Retries > 0 {
+			fmt.Fprintf(w, "   retries %d (backoff %.1fs)", o.Retries, o.Backoff)
+		}
+		fmt.Fprintln(w)
 	}
 }
 

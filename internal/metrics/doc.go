@@ -14,7 +14,8 @@
 //     per number, so an observation is an array index and two atomic adds.
 //   - Object store requests (Registry.Objects): a wrapper the volume puts
 //     directly over the backend, under the one retry policy
-//     (volume.OpenStore's StoreHook), so each attempt is one request.
+//     (volume.OpenStore's StoreHook), so each attempt is one request; the
+//     policy tells Registry.ObjectRetry of each retry and its backoff.
 //   - Everything the layers count themselves (data.Stats, vfs.Stats,
 //     meta.TxnStats: cache hits, the write buffer, engine transactions and
 //     retries, open files, locks, backlogs, the session's heartbeat): read

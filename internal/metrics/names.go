@@ -10,6 +10,8 @@ const (
 	FuseWriteBytes  = "shoal_fuse_written_bytes_total"                 // bytes accepted by write requests
 	ObjectSeconds   = "shoal_object_request_duration_seconds"          // histogram by op (get, put, head, delete, list): requests to the backend, each retry one
 	ObjectErrors    = "shoal_object_request_errors_total"              // by op: requests that failed (a missing object on get/head is not a failure)
+	ObjectRetries   = "shoal_object_retries_total"                     // by op: requests that retried a failed one (each also in ObjectSeconds)
+	ObjectBackoff   = "shoal_object_retry_backoff_seconds_total"       // by op: time the retry policy waited before its retries
 	ObjectPutBytes  = "shoal_object_put_bytes_total"                   // bytes sent by put requests, retries included
 	EngineTxns      = "shoal_engine_transactions_total"                // by kind (update, view)
 	EngineTxnSecs   = "shoal_engine_transaction_seconds_total"         // by kind: time in transactions, retries included
@@ -29,7 +31,7 @@ const (
 	OpenHandles     = "shoal_open_handles"                             // open file handles
 	OpenFiles       = "shoal_open_files"                               // distinct files open through this mount
 	LockedFiles     = "shoal_locked_files"                             // open files a lock was taken through since their open (files, not locks; unlock keeps them)
-	CompactBacklog  = "shoal_compaction_backlog"                       // chunks queued for compaction
+	CompactBacklog  = "shoal_compaction_backlog"                       // chunks due for compaction: the one being compacted and those queued
 	CleanerBacklog  = "shoal_cleaner_backlog"                          // freed slices waiting to be deleted
 	HeartbeatAge    = "shoal_session_heartbeat_age_seconds"            // since the session's last renewal was sent; -1 without a session
 	UptimeSeconds   = "shoal_uptime_seconds"                           // since the mount started

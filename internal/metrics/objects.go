@@ -24,11 +24,15 @@ var objectOps = []string{"get", "put", "head", "delete", "list"}
 
 // objectInstruments are the object store's, pre-bound by operation.
 type objectInstruments struct {
-	hist     *prometheus.HistogramVec
-	errs     *prometheus.CounterVec
-	putBytes prometheus.Counter
-	seconds  []prometheus.Observer
-	failures []prometheus.Counter
+	hist       *prometheus.HistogramVec
+	errs       *prometheus.CounterVec
+	retryVec   *prometheus.CounterVec
+	backoffVec *prometheus.CounterVec
+	putBytes   prometheus.Counter
+	seconds    []prometheus.Observer
+	failures   []prometheus.Counter
+	retries    []prometheus.Counter
+	backoff    []prometheus.Counter
 }
 
 func newObjectInstruments() objectInstruments {
@@ -40,17 +44,39 @@ func newObjectInstruments() objectInstruments {
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: ObjectErrors, Help: "Object store requests that failed, by operation (a missing object is an answer, not a failure).",
 		}, []string{"op"}),
+		retryVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: ObjectRetries, Help: "Object store requests that were retries of a failed one (by the one retry policy), by operation.",
+		}, []string{"op"}),
+		backoffVec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: ObjectBackoff, Help: "Seconds the retry policy waited before retries, by operation.",
+		}, []string{"op"}),
 		putBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: ObjectPutBytes, Help: "Bytes sent by object store puts, retries included."}),
 	}
 	for _, op := range objectOps {
 		o.seconds = append(o.seconds, o.hist.WithLabelValues(op))
 		o.failures = append(o.failures, o.errs.WithLabelValues(op))
+		o.retries = append(o.retries, o.retryVec.WithLabelValues(op))
+		o.backoff = append(o.backoff, o.backoffVec.WithLabelValues(op))
 	}
 	return o
 }
 
 func (o *objectInstruments) register(reg *prometheus.Registry) {
-	reg.MustRegister(o.hist, o.errs, o.putBytes)
+	reg.MustRegister(o.hist, o.errs, o.retryVec, o.backoffVec, o.putBytes)
+}
+
+// ObjectRetry records one retry of an object store operation ("get",
+// "put", "head", "delete", "list") after waiting waited: the volume's
+// retry policy calls it (volume.StoreHook). Unknown operations are
+// ignored.
+func (r *Registry) ObjectRetry(op string, waited time.Duration) {
+	for i, name := range objectOps {
+		if name == op {
+			r.objects.retries[i].Inc()
+			r.objects.backoff[i].Add(waited.Seconds())
+			return
+		}
+	}
 }
 
 // done records one request of op that started at t.
@@ -62,8 +88,8 @@ func (o *objectInstruments) done(op int, t time.Time, err error) {
 }
 
 // Objects returns s with every request counted and timed. Volumes put it
-// directly over the backend, under the retries (volume.Options.StoreHook),
-// so each attempt counts. A Get is timed to its answer, not to the end of
+// directly over the backend, under the retries (volume.StoreHook), so
+// each attempt counts. A Get is timed to its answer, not to the end of
 // its body.
 func (r *Registry) Objects(s object.Store) object.Store { return &meteredStore{s: s, o: &r.objects} }
 

@@ -25,6 +25,8 @@ type Snapshot struct {
 	Objects      map[string]OpTotals `json:"objects"`
 	PutBytes     int64               `json:"object_put_bytes"`
 	FetchedBytes int64               `json:"object_fetched_bytes"`
+	BlocksPut    int64               `json:"blocks_put"`
+	PutFailures  int64               `json:"block_put_failures"` // uploads that failed after the retries
 	Engine       EngineTotals        `json:"engine"`
 	CacheHits    int64               `json:"cache_hits"`
 	CacheMisses  int64               `json:"cache_misses"`
@@ -43,6 +45,16 @@ type OpTotals struct {
 	Count   int64   `json:"count"`
 	Errors  int64   `json:"errors"`
 	Seconds float64 `json:"seconds"` // their total time
+	// Retries (of the Count) and the Backoff waited before them: object
+	// store requests only.
+	Retries int64   `json:"retries,omitempty"`
+	Backoff float64 `json:"backoff_seconds,omitempty"`
+}
+
+// Sub is o minus prev.
+func (o OpTotals) Sub(prev OpTotals) OpTotals {
+	return OpTotals{Count: o.Count - prev.Count, Errors: o.Errors - prev.Errors, Seconds: o.Seconds - prev.Seconds,
+		Retries: o.Retries - prev.Retries, Backoff: o.Backoff - prev.Backoff}
 }
 
 // Mean is the average time of one request; 0 when there were none.
@@ -99,6 +111,8 @@ func fromFamilies(f map[string]*dto.MetricFamily) Snapshot {
 		Objects:      opTotals(f, ObjectSeconds, ObjectErrors),
 		PutBytes:     int64(value(f, ObjectPutBytes, "")),
 		FetchedBytes: int64(value(f, FetchedBytes, "")),
+		BlocksPut:    int64(value(f, BlocksPut, "")),
+		PutFailures:  int64(value(f, BlockPutFails, "")),
 		CacheHits:    int64(value(f, CacheHits, "")),
 		CacheMisses:  int64(value(f, CacheMisses, "")),
 		BufferBytes:  int64(value(f, BufferBytes, "")),
@@ -161,6 +175,13 @@ func opTotals(f map[string]*dto.MetricFamily, hist, errs string) map[string]OpTo
 		}
 		op := m.GetLabel()[0].GetValue()
 		out[op] = OpTotals{Count: int64(h.GetSampleCount()), Seconds: h.GetSampleSum(), Errors: int64(value(f, errs, op))}
+	}
+	if hist != ObjectSeconds {
+		return out
+	}
+	for op, o := range out {
+		o.Retries, o.Backoff = int64(value(f, ObjectRetries, op)), value(f, ObjectBackoff, op)
+		out[op] = o
 	}
 	return out
 }

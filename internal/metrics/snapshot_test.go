@@ -29,7 +29,7 @@ func TestSnapshotAndParse(t *testing.T) {
 	r.Read(100)
 	r.Watch(Sources{
 		Data: func() data.Stats {
-			return data.Stats{CacheHits: 3, CacheMisses: 1, BufferUsed: 10, BufferLimit: 20, BytesFetched: 7}
+			return data.Stats{CacheHits: 3, CacheMisses: 1, BufferUsed: 10, BufferLimit: 20, BytesFetched: 7, BlocksPut: 4, PutFailures: 1}
 		},
 		VFS: func() vfs.Stats {
 			return vfs.Stats{OpenFiles: 2, OpenHandles: 3, LockedFiles: 1, HeartbeatAge: 2 * time.Second}
@@ -44,6 +44,9 @@ func TestSnapshotAndParse(t *testing.T) {
 	if _, err := store.Head(ctx, "missing"); !errors.Is(err, object.ErrNotExist) {
 		t.Fatal(err)
 	}
+	r.ObjectRetry("put", 250*time.Millisecond)
+	r.ObjectRetry("put", 500*time.Millisecond)
+	r.ObjectRetry("copy", time.Second) // unknown: ignored
 	want := func(t *testing.T, s Snapshot) {
 		t.Helper()
 		if got := s.Ops["lookup"]; got.Count != 2 || got.Errors != 1 || got.Seconds < 0.0039 || got.Seconds > 0.0041 {
@@ -57,6 +60,12 @@ func TestSnapshotAndParse(t *testing.T) {
 		}
 		if s.Engine.Updates != 5 || s.Engine.Views != 9 || s.Engine.Retries != 2 || s.Engine.UpdateSeconds != 1 {
 			t.Errorf("engine = %+v", s.Engine)
+		}
+		if put := s.Objects["put"]; put.Retries != 2 || put.Backoff != 0.75 || s.Objects["head"].Retries != 0 {
+			t.Errorf("object retries = %+v", s.Objects)
+		}
+		if s.BlocksPut != 4 || s.PutFailures != 1 {
+			t.Errorf("blocks put %d, failed %d", s.BlocksPut, s.PutFailures)
 		}
 		if s.CacheHits != 3 || s.CacheMisses != 1 || s.BufferBytes != 10 || s.BufferLimit != 20 || s.FetchedBytes != 7 {
 			t.Errorf("data = %+v", s)

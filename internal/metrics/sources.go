@@ -70,7 +70,7 @@ func collectVFS(ch chan<- prometheus.Metric, s vfs.Stats) {
 	emit(ch, OpenHandles, "Open file handles.", gauge, float64(s.OpenHandles))
 	emit(ch, OpenFiles, "Distinct files open through this mount.", gauge, float64(s.OpenFiles))
 	emit(ch, LockedFiles, "Open files through which this mount took a lock since they were opened (files, not locks; only the last close lowers it).", gauge, float64(s.LockedFiles))
-	emit(ch, CompactBacklog, "Chunks queued for compaction.", gauge, float64(s.CompactionBacklog))
+	emit(ch, CompactBacklog, "Chunks due for compaction: the one being compacted and those queued behind it.", gauge, float64(s.CompactionBacklog))
 	emit(ch, CleanerBacklog, "Freed slices waiting to be deleted.", gauge, float64(s.CleanerBacklog))
 	age := -1.0
 	if s.HeartbeatAge >= 0 {

@@ -31,6 +31,11 @@ import (
 // Get retries the call, and also the body: a read error in the middle of an
 // object re-issues Get from the first byte not yet delivered, within the
 // same attempt budget.
+//
+// A store made by WithRetryHook tells its hook of every retry, after the
+// backoff and before the request, with the operation and the time it
+// waited: what a mount's metrics count (each attempt the backend received
+// is counted under the retries, by the hook over the backend).
 
 // maxBackoff caps one sleep between tries.
 const maxBackoff = 10 * time.Second
@@ -61,11 +66,18 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// RetryHook is told of each retry a store from WithRetryHook makes: the
+// operation ("get", "put", "head", "delete" or "list") and the backoff it
+// waited before it. It is called from the goroutines of the operations,
+// concurrently, and must be cheap.
+type RetryHook func(op string, waited time.Duration)
+
 // retryStore is the wrapper WithRetry returns.
 type retryStore struct {
 	s        Store
 	attempts int
 	base     time.Duration
+	hook     RetryHook // nil: none
 }
 
 var (
@@ -77,7 +89,12 @@ var (
 // per operation (at least 1), with exponential backoff from base plus
 // jitter. See the policy above.
 func WithRetry(s Store, attempts int, base time.Duration) Store {
-	return &retryStore{s: s, attempts: max(attempts, 1), base: max(base, time.Millisecond)}
+	return WithRetryHook(s, attempts, base, nil)
+}
+
+// WithRetryHook is WithRetry telling hook (if not nil) of every retry.
+func WithRetryHook(s Store, attempts int, base time.Duration, hook RetryHook) Store {
+	return &retryStore{s: s, attempts: max(attempts, 1), base: max(base, time.Millisecond), hook: hook}
 }
 
 // Unwrap returns the wrapped store.
@@ -91,9 +108,9 @@ func retryable(ctx context.Context, err error) bool {
 	return err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotExist) && !IsPermanent(err)
 }
 
-// backoff sleeps before try number try (1-based retry count), or returns
-// the context's error if it ends first.
-func (r *retryStore) backoff(ctx context.Context, try int) error {
+// backoff sleeps before try number try (1-based retry count) of op and
+// tells the hook, or returns the context's error if it ends first.
+func (r *retryStore) backoff(ctx context.Context, op string, try int) error {
 	d := r.base << min(try-1, 30)
 	if d > maxBackoff || d <= 0 {
 		d = maxBackoff
@@ -105,18 +122,22 @@ func (r *retryStore) backoff(ctx context.Context, try int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
+		if r.hook != nil {
+			r.hook(op, d)
+		}
 		return nil
 	}
 }
 
-// do runs op until it succeeds, fails for good, or the attempts run out.
-func (r *retryStore) do(ctx context.Context, op func() error) error {
-	err := op()
+// do runs call, operation op, until it succeeds, fails for good, or the
+// attempts run out.
+func (r *retryStore) do(ctx context.Context, op string, call func() error) error {
+	err := call()
 	for try := 1; try < r.attempts && retryable(ctx, err); try++ {
-		if berr := r.backoff(ctx, try); berr != nil {
+		if berr := r.backoff(ctx, op, try); berr != nil {
 			return fmt.Errorf("%w (gave up retrying: %w)", err, berr)
 		}
-		err = op()
+		err = call()
 	}
 	return err
 }
@@ -124,7 +145,7 @@ func (r *retryStore) do(ctx context.Context, op func() error) error {
 // Head implements Store.
 func (r *retryStore) Head(ctx context.Context, key string) (Info, error) {
 	var info Info
-	err := r.do(ctx, func() (err error) {
+	err := r.do(ctx, "head", func() (err error) {
 		info, err = r.s.Head(ctx, key)
 		return err
 	})
@@ -133,13 +154,13 @@ func (r *retryStore) Head(ctx context.Context, key string) (Info, error) {
 
 // Delete implements Store.
 func (r *retryStore) Delete(ctx context.Context, key string) error {
-	return r.do(ctx, func() error { return r.s.Delete(ctx, key) })
+	return r.do(ctx, "delete", func() error { return r.s.Delete(ctx, key) })
 }
 
 // List implements Store.
 func (r *retryStore) List(ctx context.Context, prefix, after string, limit int) ([]Info, error) {
 	var infos []Info
-	err := r.do(ctx, func() (err error) {
+	err := r.do(ctx, "list", func() (err error) {
 		infos, err = r.s.List(ctx, prefix, after, limit)
 		return err
 	})
@@ -155,7 +176,7 @@ func (r *retryStore) Put(ctx context.Context, key string, body io.Reader, size i
 	if rewind == nil {
 		return r.s.Put(ctx, key, body, size)
 	}
-	return r.do(ctx, func() error {
+	return r.do(ctx, "put", func() error {
 		rd, err := rewind()
 		if err != nil {
 			return Permanent(fmt.Errorf("put %q: rewind body: %w", key, err))

@@ -34,7 +34,7 @@ func (rr *retryReader) open() error {
 	var err error
 	for {
 		if rr.tries > 0 {
-			if berr := rr.r.backoff(rr.ctx, rr.tries); berr != nil {
+			if berr := rr.r.backoff(rr.ctx, "get", rr.tries); berr != nil {
 				return errors.Join(err, berr)
 			}
 		}

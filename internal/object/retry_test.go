@@ -185,3 +185,42 @@ func TestRetryGetResumesBody(t *testing.T) {
 		t.Fatalf("Get beyond the budget: %d bytes, err %v", len(got), err)
 	}
 }
+
+// TestRetryHookSeesEachRetry: the hook hears of every retry, by
+// operation, with its backoff; a first attempt that succeeds is no retry.
+func TestRetryHookSeesEachRetry(t *testing.T) {
+	ctx := context.Background()
+	f := object.WithFaults(memstore.New())
+	retries := map[string]int{}
+	var waited time.Duration
+	r := object.WithRetryHook(f, 5, time.Millisecond, func(op string, d time.Duration) {
+		retries[op]++
+		waited += d
+	})
+	f.FailPuts(2)
+	if err := putString(ctx, r, "k", "value"); err != nil {
+		t.Fatal(err)
+	}
+	f.FailGets(1)
+	rc, err := r.Get(ctx, "k", 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	f.FailHeads(4)
+	if _, err := r.Head(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Head(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"put": 2, "get": 1, "head": 4}
+	if len(retries) != len(want) || retries["put"] != 2 || retries["get"] != 1 || retries["head"] != 4 {
+		t.Errorf("retries %v, want %v", retries, want)
+	}
+	// Backoff from 1 ms doubling per operation, each in the upper half of
+	// its interval: put 1+2, get 1, head 1+2+4+8 ms at most.
+	if lo, hi := 19*time.Millisecond/2, 19*time.Millisecond; waited < lo || waited > hi {
+		t.Errorf("backoff %v in all, want %v to %v", waited, lo, hi)
+	}
+}

@@ -66,3 +66,19 @@ func TestCheckRefusesOpenDirectories(t *testing.T) {
 		}
 	}
 }
+
+func TestPublicPathOf(t *testing.T) {
+	mp := "/mnt/data"
+	if p, ok := PublicPathOf(os.Geteuid(), mp, ".metrics"); !ok || p != PublicPath(mp, ".metrics") {
+		t.Errorf("the caller's own mount: %q, %v", p, ok)
+	}
+	if p, ok := PublicPathOf(0, mp, ".metrics"); !ok || p != "/run/shoal-metrics/mnt-data.metrics" {
+		t.Errorf("root's mount: %q, %v", p, ok)
+	}
+	if p, ok := PublicPathOf(os.Geteuid()+12345, mp, ".metrics"); ok {
+		t.Errorf("another user's mount: %q, want none", p)
+	}
+	if os.Geteuid() == 0 && PublicDir() == Dir() {
+		t.Errorf("root's public directory is its private one, %s", Dir())
+	}
+}

@@ -8,7 +8,7 @@ type Stats struct {
 	OpenHandles       int // open file handles (one per open(2) the kernel passed on)
 	OpenFiles         int // distinct inodes with open handles
 	LockedFiles       int // open files a POSIX, OFD or flock lock was taken through since their open (an unlock keeps them; the last close drops them)
-	CompactionBacklog int // chunks queued for compaction
+	CompactionBacklog int // chunks due for compaction: the one being compacted and those queued
 	CleanerBacklog    int // freed slices the cleaner last saw waiting for deletion
 	// HeartbeatAge is the time since the session's last renewal was sent;
 	// -1 without a session (engines without sessions, or not begun).
@@ -27,7 +27,8 @@ func (fs *FS) Stats() Stats {
 	return s
 }
 
-// backlog is the number of chunks queued for compaction.
+// backlog is the number of chunks due for compaction: queued, or being
+// compacted (a chunk leaves pending when its compaction ends).
 func (c *compactor) backlog() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

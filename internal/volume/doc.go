@@ -27,9 +27,10 @@
 //
 // Object stores (objects.go): OpenStore is the one way any command opens a
 // volume's object store: the backend (objopen), an optional StoreHook (a
-// mount's metrics) and the one retry policy, object.WithRetry with
-// StoreAttempts and StoreBackoff. Neither the S3 client nor the data layer
-// retries a request on its own.
+// mount's metrics: a wrapper over the backend, told of each retry too)
+// and the one retry policy, object.WithRetryHook with StoreAttempts and
+// StoreBackoff. Neither the S3 client nor the data layer retries a request
+// on its own.
 //
 // Encryption at rest (crypt.go): an encrypted volume's settings hold its
 // data key wrapped (internal/keyring). Open unwraps it with

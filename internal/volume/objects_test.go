@@ -44,8 +44,8 @@ func TestOneRetryPolicy(t *testing.T) {
 	if _, err := Format(ctx, url, FormatOptions{Bucket: filepath.Join(dir, "bucket")}); err != nil {
 		t.Fatal(err)
 	}
-	var puts atomic.Int64
-	hook := func(s object.Store) object.Store { return failingPuts{s, &puts} }
+	var puts, retries atomic.Int64
+	hook := failingHook{&puts, &retries}
 	// No background retry of the failed upload while Flush waits.
 	v, err := Open(ctx, url, Options{StoreHook: hook, Data: data.Config{IdleCommit: time.Hour}})
 	if err != nil {
@@ -62,5 +62,20 @@ func TestOneRetryPolicy(t *testing.T) {
 	}
 	if got := puts.Load(); got != StoreAttempts {
 		t.Fatalf("the backend saw %d puts of the block, want %d (one retry policy)", got, StoreAttempts)
+	}
+	if got := retries.Load(); got != StoreAttempts-1 {
+		t.Fatalf("the hook heard of %d retries, want %d", got, StoreAttempts-1)
+	}
+}
+
+// failingHook is a StoreHook that fails every put of a block (failingPuts)
+// and counts the retries of puts.
+type failingHook struct{ puts, retries *atomic.Int64 }
+
+func (h failingHook) Objects(s object.Store) object.Store { return failingPuts{s, h.puts} }
+
+func (h failingHook) ObjectRetry(op string, _ time.Duration) {
+	if op == "put" {
+		h.retries.Add(1)
 	}
 }

@@ -25,8 +25,8 @@ type Options struct {
 	VFS    vfs.Config
 	Logger *slog.Logger
 	Secret Secret // the secret of an encrypted volume (unused on a plain one)
-	// StoreHook wraps the object store's backend under the retries
-	// (OpenStore); mounts hook their metrics in here.
+	// StoreHook wraps the object store's backend under the retries and
+	// hears of each retry (OpenStore); mounts hook their metrics in here.
 	StoreHook StoreHook
 }
 

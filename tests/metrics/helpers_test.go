@@ -109,12 +109,10 @@ func readBack(t *testing.T, m *testutil.Mount, data []byte) {
 
 // delta is cur minus prev for one op.
 func delta(prev, cur metrics.Snapshot, op string) metrics.OpTotals {
-	p, c := prev.Ops[op], cur.Ops[op]
-	return metrics.OpTotals{Count: c.Count - p.Count, Errors: c.Errors - p.Errors, Seconds: c.Seconds - p.Seconds}
+	return cur.Ops[op].Sub(prev.Ops[op])
 }
 
 // objDelta is cur minus prev for one object store op.
 func objDelta(prev, cur metrics.Snapshot, op string) metrics.OpTotals {
-	p, c := prev.Objects[op], cur.Objects[op]
-	return metrics.OpTotals{Count: c.Count - p.Count, Errors: c.Errors - p.Errors, Seconds: c.Seconds - p.Seconds}
+	return cur.Objects[op].Sub(prev.Objects[op])
 }
