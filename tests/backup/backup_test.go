@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"shoal/internal/testutil"
+	"shoal/tests/isolate"
 )
 
 // engines are the metadata engines a volume is backed up from, each with
@@ -23,9 +24,9 @@ var engines = []struct {
 	name     string
 	src, dst func(t *testing.T) string
 }{
-	{"sqlite", func(t *testing.T) string { return "" }, func(t *testing.T) string { return pgSchema(t, testutil.PGURL(t)) }},
-	{"postgres", func(t *testing.T) string { return pgSchema(t, testutil.PGURL(t)) }, func(t *testing.T) string { return redisNamespace(t, testutil.RedisURL(t)) }},
-	{"redis", func(t *testing.T) string { return redisNamespace(t, testutil.RedisURL(t)) }, func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "r.db") }},
+	{"sqlite", func(t *testing.T) string { return "" }, func(t *testing.T) string { return isolate.PGSchemaURL(t, testutil.PGURL(t)) }},
+	{"postgres", func(t *testing.T) string { return isolate.PGSchemaURL(t, testutil.PGURL(t)) }, func(t *testing.T) string { return isolate.RedisNamespaceURL(t, testutil.RedisURL(t)) }},
+	{"redis", func(t *testing.T) string { return isolate.RedisNamespaceURL(t, testutil.RedisURL(t)) }, func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "r.db") }},
 }
 
 // TestBackupRestore backs a volume up while a writer updates files, then

@@ -1,12 +1,8 @@
 package backup
 
 import (
-	"context"
 	"crypto/sha256"
-	"database/sql"
 	"fmt"
-	"math/rand/v2"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/sys/unix"
 )
 
@@ -120,48 +114,4 @@ func blockFiles(t *testing.T, dest string) map[string]time.Time {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func pgSchema(t *testing.T, base string) string {
-	db, err := sql.Open("pgx", base)
-	must(t, err)
-	schema := fmt.Sprintf("backup_%x", rand.Uint64())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		db.Close()
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
-		db.Close()
-	})
-	return withQuery(t, base, "search_path", schema)
-}
-
-func redisNamespace(t *testing.T, base string) string {
-	ns := fmt.Sprintf("backup_%x", rand.Uint64())
-	t.Cleanup(func() {
-		opts, err := redis.ParseURL(base)
-		if err != nil {
-			return
-		}
-		c := redis.NewClient(opts)
-		defer c.Close()
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, "{"+ns+"}*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-	})
-	return withQuery(t, base, "ns", ns)
-}
-
-func withQuery(t *testing.T, raw, key, value string) string {
-	u, err := url.Parse(raw)
-	must(t, err)
-	q := u.Query()
-	q.Set(key, value)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
