@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -58,8 +57,9 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 		return err
 	}
 	defer sv.close()
+	var old journal.State
 	if role != roleTakeOver {
-		if err := salvage(ctx, sv, dir); err != nil {
+		if old, err = takeOldJournal(sv, dir); err != nil {
 			_ = sv.vol.Close(ctx)
 			return err
 		}
@@ -85,6 +85,10 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	}
 	sv.vol.FS.AttachJournal(j)
 	sv.fsys.SetJournal(j)
+	if err := salvage(ctx, sv, old, dir); err != nil {
+		_ = sv.vol.Close(ctx)
+		return err
+	}
 	srv, err := connect(role, mp, sv.fsys, sv.mountConfig(o), dir, init, ctl)
 	if err != nil {
 		_ = sv.vol.Close(ctx)
@@ -111,33 +115,6 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	_ = j.Remove()
 	removePid()
 	return err
-}
-
-// salvage deals with a journal an earlier mount at mp left (its
-// supervisor died with its server: systemd's Restart=, the OOM killer) before
-// a fresh mount starts its own: the acknowledged writes in it are applied
-// and committed (vfs.FS.Salvage), then it is removed. A journal of another
-// volume with writes in it is left alone and the mount refused: removing it
-// would lose that volume's acknowledged writes.
-func salvage(ctx context.Context, sv *serving, dir string) error {
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	old, err := journal.Recover(dir)
-	if err != nil {
-		return fmt.Errorf("the journal of an earlier mount at this mountpoint (%s) cannot be read: %w; remove it to mount without its writes", dir, err)
-	}
-	if len(old.Writes) > 0 {
-		if uuid := journal.LoadVolume(dir); uuid != sv.vol.Format.UUID {
-			return fmt.Errorf("%s holds %d acknowledged writes of an earlier mount of another volume (uuid %q) at this mountpoint: mount that volume here once to apply them, or remove %s to discard them", dir, len(old.Writes), uuid, dir)
-		}
-		if err := sv.vol.FS.Salvage(ctx, old); err != nil {
-			return fmt.Errorf("applying the journal of an earlier mount at this mountpoint (%s): %w", dir, err)
-		}
-		sv.log.Warn("applied the acknowledged writes of an earlier mount at this mountpoint whose supervisor died; its open files and locks stay with its session until that is reclaimed",
-			"writes", len(old.Writes), "handles", len(old.Handles), "session", old.Session)
-	}
-	return os.RemoveAll(dir)
 }
 
 // connect mounts (role serve, sending the connection to the supervisor)

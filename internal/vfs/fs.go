@@ -69,6 +69,9 @@ type FS struct {
 	// then this mount's business only.
 	tracker meta.OpenTracker
 	log     *slog.Logger
+	// settling counts salvaged writes still being committed in the
+	// background (takeover.go); Sync waits for them.
+	settling sync.WaitGroup
 
 	mu      sync.Mutex
 	files   map[meta.Ino]*file // inodes with open handles
@@ -150,9 +153,11 @@ func (fs *FS) lockedInodes() []uint64 {
 // Engine returns the metadata engine the FS runs on.
 func (fs *FS) Engine() meta.Engine { return fs.engine }
 
-// Sync flushes every open file's buffered writes. It is what an unmount
-// calls before the kernel lets go of the mount.
+// Sync flushes every open file's buffered writes, after waiting for
+// salvaged writes to commit (takeover.go). It is what an unmount calls
+// before the kernel lets go of the mount.
 func (fs *FS) Sync(ctx context.Context) error {
+	fs.settling.Wait()
 	fs.mu.Lock()
 	files := make([]*file, 0, len(fs.files))
 	for _, f := range fs.files {

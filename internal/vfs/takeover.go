@@ -148,18 +148,32 @@ func (fs *FS) Adopt(ctx context.Context, st journal.State) error {
 	return fs.Sync(ctx)
 }
 
-// Salvage commits the acknowledged writes a journal of an earlier mount
-// of this volume holds, when that mount's kernel connection is gone (its
-// supervisor died with its server): they are applied again in order and
-// committed before it returns. The journal's handles and locks are not
+// Salvage takes over the acknowledged writes a journal of an earlier
+// mount of this volume holds, when that mount's kernel connection is gone
+// (its supervisor died with its server): they go back into the files'
+// write buffers, in order, before the mount serves, and are committed in
+// the background as buffered writes are, so a store that is slow or full
+// does not keep the mount from coming up (a write committed later than
+// one made through the new mount cannot overwrite it: each file's writes
+// commit in order). done, if set, is called with the outcome once every
+// salvaged file is committed. The journal's handles and locks are not
 // adopted: they belong to the engine session st names, whose open-file
 // records and locks are released when the session is reclaimed.
-func (fs *FS) Salvage(ctx context.Context, st journal.State) error {
+func (fs *FS) Salvage(ctx context.Context, st journal.State, done func(error)) error {
 	ctx = adoptCtx(ctx)
-	if err := fs.replay(ctx, st.Writes); err != nil {
+	files, err := fs.rebuffer(ctx, st.Writes)
+	if err != nil {
 		return err
 	}
-	return fs.Sync(ctx)
+	fs.settling.Add(1)
+	go func() {
+		defer fs.settling.Done()
+		err := fs.settle(context.WithoutCancel(ctx), files)
+		if done != nil {
+			done(err)
+		}
+	}()
+	return nil
 }
 
 func (fs *FS) adoptHandle(ctx context.Context, fh Fh, h journal.Handle, epoch uint64) error {
@@ -188,9 +202,22 @@ func (fs *FS) adoptHandle(ctx context.Context, fh Fh, h journal.Handle, epoch ui
 	return nil
 }
 
-// replay applies acknowledged writes again, each file's in order.
+// replay applies acknowledged writes again, each file's in order, and
+// commits them.
 func (fs *FS) replay(ctx context.Context, writes []journal.Write) error {
+	files, err := fs.rebuffer(ctx, writes)
+	if err != nil {
+		return err
+	}
+	return fs.settle(ctx, files)
+}
+
+// rebuffer puts acknowledged writes back into their files' write
+// buffers, each file's in order; files that are gone are skipped. The
+// files returned are held open until settle.
+func (fs *FS) rebuffer(ctx context.Context, writes []journal.Write) ([]*file, error) {
 	touched := map[meta.Ino]*file{}
+	var files []*file
 	for _, w := range writes {
 		ino := meta.Ino(w.Ino)
 		f, ok := touched[ino]
@@ -204,23 +231,41 @@ func (fs *FS) replay(ctx context.Context, writes []journal.Write) error {
 			f = fs.acquire(ino)
 			f.refresh(attr)
 			touched[ino] = f
+			files = append(files, f)
 		}
 		if f == nil {
 			continue
 		}
-		if err := f.getWriter().Write(ctx, w.Off, w.Data); err != nil {
-			return fmt.Errorf("takeover: replaying a write to inode %d: %w", ino, err)
+		if err := fs.rewrite(ctx, f, w); err != nil {
+			return files, fmt.Errorf("takeover: replaying a write to inode %d: %w", ino, err)
 		}
 		f.mu.Lock()
 		f.length = max(f.length, w.Off+uint64(len(w.Data)))
 		f.mtime = meta.Now()
 		f.mu.Unlock()
 	}
-	var first error
-	for _, f := range touched {
-		if f == nil {
-			continue
+	return files, nil
+}
+
+// rewrite buffers w again, recorded in this mount's journal (if one is
+// attached) as a write through the mount would be (handle.go).
+func (fs *FS) rewrite(ctx context.Context, f *file, w journal.Write) error {
+	if fs.journal != nil {
+		f.jmu.RLock()
+		defer f.jmu.RUnlock()
+		seq, err := fs.journal.Write(w.Ino, w.Off, w.Data)
+		if err != nil {
+			return err
 		}
+		f.journaled.Store(seq)
+	}
+	return f.getWriter().Write(ctx, w.Off, w.Data)
+}
+
+// settle commits the rebuffered files and lets go of them.
+func (fs *FS) settle(ctx context.Context, files []*file) error {
+	var first error
+	for _, f := range files {
 		if err := f.flush(ctx); err != nil && first == nil {
 			first = err
 		}
@@ -228,8 +273,8 @@ func (fs *FS) replay(ctx context.Context, writes []journal.Write) error {
 			first = err
 		}
 	}
-	if len(writes) > 0 && first == nil {
-		fs.log.Info("takeover: replayed acknowledged writes", "writes", len(writes), "files", len(touched))
+	if len(files) > 0 && first == nil {
+		fs.log.Info("takeover: replayed acknowledged writes", "files", len(files))
 	}
 	return first
 }
