@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -156,11 +157,15 @@ func (m *Mount) Unmount(t testing.TB) {
 	}
 	if err != nil {
 		t.Errorf("shoal umount %s: %v; falling back to fusermount3 -u -z", m.Dir, err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			m.stacks(t) // a request the server never answered holds the unmount
+		}
 		lazyUnmount(m.Dir)
 	}
 	select {
 	case <-m.done:
 	case <-time.After(exitTimeout):
+		m.stacks(t)
 		m.kill()
 		t.Errorf("mount process %d did not exit within %v of unmounting", m.PID(), exitTimeout)
 		return
@@ -262,10 +267,30 @@ func (m *Mount) Exited() bool {
 	}
 }
 
+// stacks makes a hung mount's server (or the mount process, when no
+// server is known) print every goroutine's stack into its log, with
+// SIGQUIT (the Go runtime's dump; the process exits), and logs the log.
+func (m *Mount) stacks(t testing.TB) {
+	t.Helper()
+	pid := m.ServerPID(t)
+	if pid <= 0 {
+		pid = m.PID()
+	}
+	if syscall.Kill(pid, syscall.SIGQUIT) != nil {
+		return
+	}
+	time.Sleep(2 * time.Second)
+	m.dumpLogMax(t, 512<<10)
+}
+
 func (m *Mount) dumpLog(t testing.TB) {
 	t.Helper()
+	m.dumpLogMax(t, 32<<10)
+}
+
+func (m *Mount) dumpLogMax(t testing.TB, max int) {
+	t.Helper()
 	text := m.LogText()
-	const max = 32 << 10
 	if len(text) > max {
 		text = "...\n" + text[len(text)-max:]
 	}
