@@ -13,7 +13,7 @@ func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out
 	if o, ok := fs.replies.reopened(&in.InHeader); ok {
 		return fs.recreated(&in.InHeader, o, out)
 	}
-	c := requestCtx(createCtx(&in.InHeader, in.Umask), &in.InHeader)
+	c := fs.requestCtx(createCtx(&in.InHeader, in.Umask), &in.InHeader)
 	e, res, err := fs.vfs.Create(c, meta.Ino(in.NodeId), name, in.Mode, in.Flags)
 	if err != nil {
 		return fs.status("create", err)
@@ -43,7 +43,7 @@ func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) f
 		fillOpen(o.result(), out)
 		return fuse.OK
 	}
-	res, err := fs.vfs.Open(requestCtx(ctx(&in.InHeader), &in.InHeader), meta.Ino(in.NodeId), in.Flags)
+	res, err := fs.vfs.Open(fs.requestCtx(ctx(&in.InHeader), &in.InHeader), meta.Ino(in.NodeId), in.Flags)
 	if err != nil {
 		return fs.status("open", err)
 	}
@@ -102,7 +102,7 @@ func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint
 	if r, ok := fs.replies.resent(&in.InHeader); ok {
 		return uint32(r.Written), fuse.OK
 	}
-	n, err := fs.vfs.Write(requestCtx(ctx(&in.InHeader), &in.InHeader), vfs.Fh(in.Fh), in.Offset, data)
+	n, err := fs.vfs.Write(fs.requestCtx(ctx(&in.InHeader), &in.InHeader), vfs.Fh(in.Fh), in.Offset, data)
 	st := fs.status("write", err)
 	if st == fuse.OK {
 		fs.replies.kill.fire(opWrite)

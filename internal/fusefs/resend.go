@@ -52,8 +52,11 @@ const uniqueResend = 1 << 63
 func requestID(h *fuse.InHeader) uint64 { return h.Unique &^ uniqueResend }
 
 // requestCtx is c for an op whose journal records carry h's request id
-// (opens, O_APPEND writes).
-func requestCtx(c context.Context, h *fuse.InHeader) context.Context {
+// (opens, O_APPEND writes); without a journal, c.
+func (fs *FS) requestCtx(c context.Context, h *fuse.InHeader) context.Context {
+	if fs.replies.journal == nil {
+		return c
+	}
 	return vfs.WithRequest(c, requestID(h))
 }
 
