@@ -136,3 +136,20 @@ func TestFormat1Read(t *testing.T) {
 		t.Fatalf("format 1 journal read as %+v", st)
 	}
 }
+
+// BenchmarkReply is the cost a reply record adds to an unlink or a mkdir
+// (docs/admin.md quotes it): one append of an entry-sized reply.
+func BenchmarkReply(b *testing.B) {
+	j, err := Create(b.TempDir(), State{}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	entry := make([]byte, 128)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := j.Reply(uint64(i), entry); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
