@@ -69,9 +69,10 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 			return fmt.Errorf("taking over: %w", err)
 		}
 		sv.fsys.AdoptOwners(st.Owners)
+		sv.fsys.AdoptReplies(st)
 	}
 	jst := sv.vol.FS.State()
-	jst.Owners, jst.NextSeq = st.Owners, st.NextSeq
+	jst.Owners, jst.NextSeq, jst.Replies = st.Owners, st.NextSeq, st.Replies
 	j, err := journal.Create(dir, jst, journal.Options{
 		Sync: func() error { return sv.vol.FS.Sync(context.Background()) }, Logger: sv.log,
 	})
@@ -96,7 +97,7 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	}
 	removePid := writePidFile(mp)
 	sv.log.Info("serving", "role", role, "volume", sv.vol.Format.Name, "mountpoint", mp, "pid", os.Getpid(),
-		"adopted_handles", len(st.Handles), "replayed_writes", len(st.Writes))
+		"adopted_handles", len(st.Handles), "replayed_writes", len(st.Writes), "kept_replies", len(st.Replies))
 	stop := handleSignals(sv.vol, dirUnmounter(mp), sv.log)
 	defer stop()
 	_, _ = ctl.Write([]byte("ready")) // after the handler: the supervisor forwards SIGTERM from now on
@@ -248,7 +249,7 @@ func prepare(ctx context.Context, metaURL, mp string, o mountOptions, resume met
 	}
 	sv.fsys = fusefs.New(sv.vol.FS, fusefs.Options{
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
-		Ops: ops,
+		Ops: ops, KillBeforeReply: os.Getenv(fusefs.KillBeforeReplyEnv),
 	})
 	sv.closers = append(sv.closers, sv.metrics.serve(sv.vol, mp, logger))
 	return sv, nil

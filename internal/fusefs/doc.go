@@ -53,4 +53,14 @@
 // successor (a blocking lock passes it once granted); AwaitReplies then
 // waits until go-fuse has written the replies of those that finished
 // (replies.go).
+//
+// Resent requests (resend.go): every op that changes something records
+// its reply in the journal, under the kernel's request id, before
+// answering (opens and O_APPEND writes inside the record vfs already
+// writes, the rest in one reply record); a successor answers the kernel's
+// resend of such a request (FUSE_UNIQUE_RESEND) from it instead of
+// running it again, so a crash between an operation and its reply is
+// invisible: no EEXIST for an application's own create, no second handle,
+// no append written twice. The test hook KillBeforeReplyEnv crashes a
+// server at exactly that point.
 package fusefs

@@ -10,19 +10,40 @@ import (
 // Create implements fuse.RawFileSystem.
 func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	defer fs.enter()()
-	e, res, err := fs.vfs.Create(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode, in.Flags)
+	if o, ok := fs.replies.reopened(&in.InHeader); ok {
+		return fs.recreated(&in.InHeader, o, out)
+	}
+	c := fs.requestCtx(createCtx(&in.InHeader, in.Umask), &in.InHeader)
+	e, res, err := fs.vfs.Create(c, meta.Ino(in.NodeId), name, in.Mode, in.Flags)
 	if err != nil {
 		return fs.status("create", err)
 	}
 	fs.fillEntry(e, &out.EntryOut)
 	fillOpen(res, &out.OpenOut)
+	fs.replies.kill.fire(opCreate)
+	return fuse.OK
+}
+
+// recreated answers a resent create with the handle it opened (and the
+// file's attributes now).
+func (fs *FS) recreated(h *fuse.InHeader, o opened, out *fuse.CreateOut) fuse.Status {
+	a, err := fs.vfs.Getattr(ctx(h), meta.Ino(o.h.Ino))
+	if err != nil {
+		return fs.status("create", err)
+	}
+	fs.fillEntry(meta.Entry{Ino: meta.Ino(o.h.Ino), Attr: a}, &out.EntryOut)
+	fillOpen(o.result(), &out.OpenOut)
 	return fuse.OK
 }
 
 // Open implements fuse.RawFileSystem.
 func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	defer fs.enter()()
-	res, err := fs.vfs.Open(ctx(&in.InHeader), meta.Ino(in.NodeId), in.Flags)
+	if o, ok := fs.replies.reopened(&in.InHeader); ok {
+		fillOpen(o.result(), out)
+		return fuse.OK
+	}
+	res, err := fs.vfs.Open(fs.requestCtx(ctx(&in.InHeader), &in.InHeader), meta.Ino(in.NodeId), in.Flags)
 	if err != nil {
 		return fs.status("open", err)
 	}
@@ -30,6 +51,7 @@ func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) f
 		fs.forgetAttr(in.NodeId)
 	}
 	fillOpen(res, out)
+	fs.replies.kill.fire(opOpen)
 	return fuse.OK
 }
 
@@ -73,11 +95,19 @@ func (fs *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.Re
 	return fuse.ReadResultData(buf[:n]), fuse.OK
 }
 
-// Write implements fuse.RawFileSystem.
+// Write implements fuse.RawFileSystem. A resent O_APPEND write that the
+// journal holds was replayed by this process: it answers its byte count.
 func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
 	defer fs.enter()()
-	n, err := fs.vfs.Write(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, data)
-	return uint32(n), fs.status("write", err)
+	if r, ok := fs.replies.resent(&in.InHeader); ok {
+		return uint32(r.Written), fuse.OK
+	}
+	n, err := fs.vfs.Write(fs.requestCtx(ctx(&in.InHeader), &in.InHeader), vfs.Fh(in.Fh), in.Offset, data)
+	st := fs.status("write", err)
+	if st == fuse.OK {
+		fs.replies.kill.fire(opWrite)
+	}
+	return uint32(n), st
 }
 
 // Flush implements fuse.RawFileSystem: close(2) returns after this. The

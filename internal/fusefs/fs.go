@@ -20,6 +20,8 @@ type Options struct {
 	// Ops, when set, is told of every request (metered.go); nil costs
 	// nothing.
 	Ops Observer
+	// KillBeforeReply is a test hook (KillBeforeReplyEnv): OP:PATH.
+	KillBeforeReply string
 }
 
 // FS serves a vfs.FS over FUSE.
@@ -30,6 +32,8 @@ type FS struct {
 	errs  errnoMapper
 	posix posixOwners // POSIX lock owners to release on close (locks.go)
 	gate  gate        // holds requests back during a handover (takeover.go)
+	// replies answers resent requests that already happened (resend.go).
+	replies replyCache
 	// server is the serving go-fuse server (set by Init), through which
 	// the kernel's caches of an inode are invalidated (files.go).
 	server *fuse.Server
@@ -47,6 +51,7 @@ func New(v *vfs.FS, opts Options) *FS {
 		vfs:           v,
 		opts:          opts,
 		errs:          errnoMapper{log: opts.Logger, logged: map[string]bool{}},
+		replies:       replyCache{log: opts.Logger, kill: parseKillHook(opts.KillBeforeReply)},
 	}
 }
 

@@ -80,37 +80,41 @@ func setattrRequest(in *fuse.SetAttrIn) vfs.SetattrRequest {
 // Mknod implements fuse.RawFileSystem.
 func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enter()()
+	if fs.replayedEntry(&in.InHeader, out) {
+		return fuse.OK
+	}
 	e, err := fs.vfs.Mknod(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode, in.Rdev)
-	return fs.entry("mknod", e, err, out)
+	return fs.entry(opMknod, &in.InHeader, e, err, out)
 }
 
 // Mkdir implements fuse.RawFileSystem.
 func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enter()()
+	if fs.replayedEntry(&in.InHeader, out) {
+		return fuse.OK
+	}
 	e, err := fs.vfs.Mkdir(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode)
-	return fs.entry("mkdir", e, err, out)
+	return fs.entry(opMkdir, &in.InHeader, e, err, out)
 }
 
 // Symlink implements fuse.RawFileSystem.
 func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enter()()
+	if fs.replayedEntry(h, out) {
+		return fuse.OK
+	}
 	e, err := fs.vfs.Symlink(ctx(h), meta.Ino(h.NodeId), name, target)
-	return fs.entry("symlink", e, err, out)
+	return fs.entry(opSymlink, h, e, err, out)
 }
 
 // Link implements fuse.RawFileSystem.
 func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enter()()
-	e, err := fs.vfs.Link(ctx(&in.InHeader), meta.Ino(in.Oldnodeid), meta.Ino(in.NodeId), name)
-	return fs.entry("link", e, err, out)
-}
-
-func (fs *FS) entry(op string, e meta.Entry, err error, out *fuse.EntryOut) fuse.Status {
-	if err != nil {
-		return fs.status(op, err)
+	if fs.replayedEntry(&in.InHeader, out) {
+		return fuse.OK
 	}
-	fs.fillEntry(e, out)
-	return fuse.OK
+	e, err := fs.vfs.Link(ctx(&in.InHeader), meta.Ino(in.Oldnodeid), meta.Ino(in.NodeId), name)
+	return fs.entry(opLink, &in.InHeader, e, err, out)
 }
 
 // Readlink implements fuse.RawFileSystem.
@@ -126,19 +130,28 @@ func (fs *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.S
 // Unlink implements fuse.RawFileSystem.
 func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
 	defer fs.enter()()
-	return fs.status("unlink", fs.vfs.Unlink(ctx(h), meta.Ino(h.NodeId), name))
+	if _, ok := fs.replies.resent(h); ok {
+		return fuse.OK
+	}
+	return fs.done(opUnlink, h, fs.vfs.Unlink(ctx(h), meta.Ino(h.NodeId), name))
 }
 
 // Rmdir implements fuse.RawFileSystem.
 func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
 	defer fs.enter()()
-	return fs.status("rmdir", fs.vfs.Rmdir(ctx(h), meta.Ino(h.NodeId), name))
+	if _, ok := fs.replies.resent(h); ok {
+		return fuse.OK
+	}
+	return fs.done(opRmdir, h, fs.vfs.Rmdir(ctx(h), meta.Ino(h.NodeId), name))
 }
 
 // Rename implements fuse.RawFileSystem (rename(2) and renameat2(2)).
 func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
 	defer fs.enter()()
-	return fs.status("rename", fs.vfs.Rename(ctx(&in.InHeader), meta.RenameRequest{
+	if _, ok := fs.replies.resent(&in.InHeader); ok {
+		return fuse.OK
+	}
+	return fs.done(opRename, &in.InHeader, fs.vfs.Rename(ctx(&in.InHeader), meta.RenameRequest{
 		OldParent: meta.Ino(in.NodeId), OldName: oldName,
 		NewParent: meta.Ino(in.Newdir), NewName: newName, Flags: in.Flags,
 	}))

@@ -17,8 +17,11 @@ import (
 // Quiesce returns once every request admitted through the gate has left
 // its handler, but go-fuse writes the reply after the handler returns: a
 // process that exited then would lose the replies of operations that
-// happened, and the kernel would resend them to the successor, which would
-// run them again (a mkdir failing with EEXIST). go-fuse does not say which
+// happened, and the kernel would resend them to the successor. It
+// answers those that must not run twice from the journal (resend.go),
+// but an opendir would open a second directory handle, and a handover
+// that waits for the replies leaves nothing to that cache (a journal that
+// could not be written, say) for little cost. go-fuse does not say which
 // replies it still has to write; the kernel does, in sum: fusectl's
 // "waiting" file (/sys/fs/fuse/connections/DEV/waiting) counts the
 // connection's requests that wait for a reply: all but FORGETs (which get

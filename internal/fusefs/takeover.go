@@ -56,8 +56,13 @@ func (fs *FS) enter() func() {
 // again in the successor.
 func (fs *FS) Quiesce() { fs.gate.mu.Lock() }
 
-// SetJournal makes fs record the lock owners that take locks through it.
-func (fs *FS) SetJournal(j *journal.Journal) { fs.posix.journal = j }
+// SetJournal makes fs record in j the lock owners that take locks
+// through it and the replies a resend must get again (resend.go). Call
+// it before serving.
+func (fs *FS) SetJournal(j *journal.Journal) {
+	fs.posix.journal = j
+	fs.replies.journal = j
+}
 
 // AdoptOwners takes over the lock owners a previous server recorded.
 func (fs *FS) AdoptOwners(owners []journal.Owner) {

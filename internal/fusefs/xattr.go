@@ -51,6 +51,9 @@ func copyOut(v, dest []byte) (uint32, fuse.Status) {
 // not in the file's group, which only it can tell.
 func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, value []byte) fuse.Status {
 	defer fs.enter()()
+	if _, ok := fs.replies.resent(&in.InHeader); ok {
+		return fuse.OK
+	}
 	flags := in.Flags
 	if in.SetXAttrFlags&fuse.SETXATTR_ACL_KILL_SGID != 0 {
 		flags |= meta.XattrACLKillSgid
@@ -59,7 +62,7 @@ func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string,
 	if err == nil && name == vfs.CloneXattr {
 		fs.forgetEntry(in.NodeId, value)
 	}
-	return fs.status("setxattr", err)
+	return fs.done(opSetxattr, &in.InHeader, err)
 }
 
 // forgetEntry drops a negative entry the kernel may cache for the name a
@@ -76,5 +79,8 @@ func (fs *FS) forgetEntry(parent uint64, value []byte) {
 // RemoveXAttr implements fuse.RawFileSystem.
 func (fs *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
 	defer fs.enter()()
-	return fs.status("removexattr", fs.vfs.Removexattr(ctx(h), meta.Ino(h.NodeId), name))
+	if _, ok := fs.replies.resent(h); ok {
+		return fuse.OK
+	}
+	return fs.done(opRemovexattr, h, fs.vfs.Removexattr(ctx(h), meta.Ino(h.NodeId), name))
 }

@@ -16,6 +16,12 @@
 //     before the write is acknowledged; a barrier record, appended after
 //     a flush of the inode committed everything journaled before a
 //     mark, makes the earlier records dead;
+//   - the replies to the latest requests that must not run twice (a
+//     create, mkdir, unlink, rename, open, O_APPEND write...), each under
+//     the kernel's id of the request and written before the reply, so
+//     that a successor answers the kernel's resend of one the dead
+//     process never answered as it was answered, instead of running it
+//     again (replies.go: what is kept, and for how long);
 //   - the kernel's INIT request (file "init"), which a new go-fuse server
 //     must see before it serves a connection that was set up long ago;
 //   - the UUID of the volume the mount serves (file "volume"), so that a
@@ -27,13 +33,24 @@
 // CRC-32C of kind and payload, a kind byte and the payload. A record cut
 // short or failing its CRC ends the segment (the process died inside the
 // append: the operation was never acknowledged). Every segment begins with
-// a checkpoint of the handle state, so that a segment whose writes are all
-// committed can be deleted: when a segment grows past its size the journal
-// starts the next one and asks its owner to flush every file (Options.Sync);
-// once that returns, the older segments are deleted. The journal therefore
-// holds at most about two segments plus what the write buffer holds.
+// a checkpoint of the handle state and the kept replies, so that a segment
+// whose writes are all committed can be deleted: when a segment grows past
+// its size the journal starts the next one and asks its owner to flush
+// every file (Options.Sync); once that returns, the older segments are
+// deleted. The journal therefore holds at most about two segments plus
+// what the write buffer holds.
 //
-// Recover reads a journal back: the handle state as of the last record, and
-// the live writes in journal order. A new process applies them and then
-// starts a fresh journal (Create) with a checkpoint of what it adopted.
+// Versions. The checkpoint names the format its segment is written in
+// (Format, 2); format 1 had no version there, no request ids and no
+// replies, and is read as before. Recover refuses a later format
+// (ErrNewerFormat) rather than misread it. Binaries of format 1 check no
+// version and would stop reading at the first reply record, dropping the
+// writes after it; so Create also makes a directory seg-0000000000000000
+// (no segment has number 0), which they fail to read as a segment: they
+// refuse the journal. docs/format.md describes the records.
+//
+// Recover reads a journal back: the handle state as of the last record,
+// the live writes in journal order and the kept replies. A new process
+// applies them and then starts a fresh journal (Create) with a checkpoint
+// of what it adopted.
 package journal

@@ -17,9 +17,9 @@ import (
 
 // Record kinds.
 const (
-	kindCheckpoint = 'K' // session, next fh, seq: the state that follows replaces all before
+	kindCheckpoint = 'K' // session, next fh, seq, format: the state that follows replaces all before
 	kindSession    = 'S' // session id
-	kindOpen       = 'O' // fh, ino, flags, tracked
+	kindOpen       = 'O' // fh, ino, flags, tracked; since format 2 also request, reply bits
 	kindRelease    = 'C' // fh
 	kindOpenDir    = 'D' // fh, ino
 	kindReleaseDir = 'E' // fh
@@ -27,8 +27,22 @@ const (
 	kindOwner      = 'P' // fh, ino, owner: owner took a lock on ino through fh
 	kindOwnerGone  = 'Q' // ino, owner: the owner's locks on ino were dropped
 	kindWrite      = 'W' // seq, ino, off, bytes
+	kindAppend     = 'A' // seq, ino, off, request, bytes: an O_APPEND write (format 2)
 	kindBarrier    = 'B' // ino, mark: ino's writes before mark are committed
+	kindReply      = 'R' // request, bytes written, reply data (format 2)
 )
+
+// Format is the version of the journal's records this package writes.
+// Format 1 (no version in the checkpoint) had no request ids and no
+// replies; Recover reads it. A journal of a later format is refused
+// (ErrNewerFormat).
+const Format = 2
+
+// guardSegment is the segment number of a directory Create makes among
+// the segments: binaries of format 1, which know no version, fail to read
+// it as a segment and so refuse a journal they would misread (they stop at
+// the first record kind they do not know, dropping the writes after it).
+const guardSegment = 0
 
 // DefaultSegmentSize is the size past which a new segment starts.
 const DefaultSegmentSize = 64 << 20
@@ -43,6 +57,12 @@ type Handle struct {
 	Flags   uint32
 	Tracked bool // the engine counted the open (meta.OpenTracker)
 	Locked  bool // a lock was taken through it
+	// Request is the id of the kernel request (open or create) that
+	// opened it (0: unknown), and KeepCache and DirectIO what its reply
+	// told the kernel: a resent request is answered with this handle.
+	Request   uint64
+	KeepCache bool
+	DirectIO  bool
 }
 
 // Owner is a lock owner holding locks on Ino, taken through handle Fh.
@@ -65,6 +85,10 @@ type State struct {
 	// NextSeq continues the numbering of writes and barriers across a
 	// successor's journal.
 	NextSeq uint64
+	// Replies are the latest requests answered (at most ReplyKeep), by
+	// request id, for answering their resends (replies.go). Those of
+	// opens are in Handles.
+	Replies map[uint64]Reply
 }
 
 // Options tune a Journal.
@@ -110,6 +134,9 @@ func Create(dir string, st State, opts Options) (*Journal, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("journal directory: %w", err)
 	}
+	if err := os.Mkdir(filepath.Join(dir, segName(guardSegment)), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("journal directory: %w", err)
+	}
 	old, err := segments(dir)
 	if err != nil {
 		return nil, err
@@ -129,11 +156,11 @@ func Create(dir string, st State, opts Options) (*Journal, error) {
 	return j, nil
 }
 
-func (j *Journal) segPath(n uint64) string {
-	return filepath.Join(j.dir, fmt.Sprintf("seg-%016d", n))
-}
+func (j *Journal) segPath(n uint64) string { return filepath.Join(j.dir, segName(n)) }
 
-// segments lists the segment numbers in dir, oldest first.
+func segName(n uint64) string { return fmt.Sprintf("seg-%016d", n) }
+
+// segments lists the segment numbers in dir, oldest first (not the guard).
 func segments(dir string) ([]uint64, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -145,7 +172,7 @@ func segments(dir string) ([]uint64, error) {
 	var out []uint64
 	for _, e := range ents {
 		var n uint64
-		if _, err := fmt.Sscanf(e.Name(), "seg-%d", &n); err == nil && strings.HasPrefix(e.Name(), "seg-") {
+		if _, err := fmt.Sscanf(e.Name(), "seg-%d", &n); err == nil && strings.HasPrefix(e.Name(), "seg-") && n != guardSegment {
 			out = append(out, n)
 		}
 	}
@@ -170,7 +197,7 @@ func (j *Journal) startSegment(n uint64) error {
 // writeCheckpoint writes the mirror as the segment's first records.
 func (j *Journal) writeCheckpoint() error {
 	var b []byte
-	b = appendRecord(b, kindCheckpoint, u64s(j.st.session, j.st.nextFh, j.seq))
+	b = appendRecord(b, kindCheckpoint, u64s(j.st.session, j.st.nextFh, j.seq, Format))
 	fhs := make([]uint64, 0, len(j.st.handles))
 	for fh := range j.st.handles {
 		fhs = append(fhs, fh)
@@ -178,7 +205,7 @@ func (j *Journal) writeCheckpoint() error {
 	sort.Slice(fhs, func(a, c int) bool { return fhs[a] < fhs[c] })
 	for _, fh := range fhs {
 		h := j.st.handles[fh]
-		b = appendRecord(b, kindOpen, openPayload(fh, h.Ino, h.Flags, h.Tracked))
+		b = appendRecord(b, kindOpen, openPayload(fh, h))
 		if h.Locked {
 			b = appendRecord(b, kindLocked, u64s(fh))
 		}
@@ -189,6 +216,9 @@ func (j *Journal) writeCheckpoint() error {
 	for _, o := range j.st.ownerList() {
 		b = appendRecord(b, kindOwner, u64s(o.Fh, o.Ino, o.Owner))
 	}
+	j.st.replies.each(func(req uint64, r Reply) {
+		b = appendRecord(b, kindReply, replyPayload(req, r))
+	})
 	return j.writeAt(b)
 }
 
@@ -233,7 +263,7 @@ func (j *Journal) appendSeq(kind byte, payload, data []byte) (uint64, error) {
 		return 0, errors.New("journal: closed")
 	}
 	seq := j.seq
-	if kind == kindWrite {
+	if kind == kindWrite || kind == kindAppend {
 		binary.LittleEndian.PutUint64(payload, seq)
 		j.seq++
 	}
@@ -242,6 +272,9 @@ func (j *Journal) appendSeq(kind byte, payload, data []byte) (uint64, error) {
 		return 0, err
 	}
 	j.st.apply(kind, payload)
+	if kind == kindAppend {
+		j.st.replies.add(binary.LittleEndian.Uint64(payload[24:]), Reply{Written: uint64(len(data))})
+	}
 	if j.off >= j.opts.SegmentSize && !j.rotating {
 		return seq, j.rotate()
 	}
@@ -303,9 +336,11 @@ func (j *Journal) Remove() error {
 // Session records the engine session the mount works for.
 func (j *Journal) Session(id uint64) error { return j.append(kindSession, u64s(id), nil) }
 
-// Open records an open handle.
-func (j *Journal) Open(fh, ino uint64, flags uint32, tracked bool) error {
-	return j.append(kindOpen, openPayload(fh, ino, flags, tracked), nil)
+// Open records an open handle, before the kernel learns it. With
+// h.Request set, the kernel's resend of that request is answered with
+// this handle by a successor (replies.go).
+func (j *Journal) Open(fh uint64, h Handle) error {
+	return j.append(kindOpen, openPayload(fh, h), nil)
 }
 
 // Release records the release of a handle (and of the lock owners
@@ -338,6 +373,18 @@ func (j *Journal) Write(ino, off uint64, p []byte) (uint64, error) {
 	binary.LittleEndian.PutUint64(b[8:], ino)
 	binary.LittleEndian.PutUint64(b[16:], off)
 	return j.appendSeq(kindWrite, b, p)
+}
+
+// Append is Write for a write through an O_APPEND descriptor that answers
+// kernel request request: its reply, the byte count, is kept so that the
+// kernel's resend of the request (after the successor replayed the write)
+// is answered without appending the bytes again.
+func (j *Journal) Append(ino, off, request uint64, p []byte) (uint64, error) {
+	b := make([]byte, 32) // the sequence number goes first (append)
+	binary.LittleEndian.PutUint64(b[8:], ino)
+	binary.LittleEndian.PutUint64(b[16:], off)
+	binary.LittleEndian.PutUint64(b[24:], request)
+	return j.appendSeq(kindAppend, b, p)
 }
 
 // Mark returns a mark: the writes journaled so far are before it.
@@ -374,12 +421,18 @@ func u64s(vs ...uint64) []byte {
 	return b
 }
 
-func openPayload(fh, ino uint64, flags uint32, tracked bool) []byte {
-	b := u64s(fh, ino, uint64(flags))
-	if tracked {
-		b = append(b, 1)
-	} else {
-		b = append(b, 0)
+// openPayload is an open record: fh, ino, flags, tracked (1 byte), then
+// (format 2) request and the reply bits (1 byte: 1 keep cache, 2 direct).
+func openPayload(fh uint64, h Handle) []byte {
+	b := u64s(fh, h.Ino, uint64(h.Flags))
+	b = append(b, bit(h.Tracked, 1))
+	b = binary.LittleEndian.AppendUint64(b, h.Request)
+	return append(b, bit(h.KeepCache, 1)|bit(h.DirectIO, 2))
+}
+
+func bit(on bool, v byte) byte {
+	if on {
+		return v
 	}
-	return b
+	return 0
 }

@@ -21,8 +21,8 @@ func TestRecoverStateAndLiveWrites(t *testing.T) {
 	}
 	must2 := func(_ uint64, err error) { t.Helper(); must(err) }
 	must(j.Session(7))
-	must(j.Open(1, 100, 2, true))
-	must(j.Open(2, 101, 0, false))
+	must(j.Open(1, Handle{Ino: 100, Flags: 2, Tracked: true}))
+	must(j.Open(2, Handle{Ino: 101}))
 	must(j.OpenDir(3, 1))
 	must(j.Locked(1))
 	must(j.Owner(1, 100, 55))
@@ -89,7 +89,7 @@ func TestRotationCheckpointsAndDropsOldSegments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Open(9, 200, 1, false); err != nil {
+	if err := j.Open(9, Handle{Ino: 200, Flags: 1}); err != nil {
 		t.Fatal(err)
 	}
 	m := j.Mark()

@@ -18,6 +18,7 @@ type mirror struct {
 	handles map[uint64]Handle
 	dirs    map[uint64]uint64
 	owners  map[ownerKey]uint64 // → fh the owner locked through
+	replies replyRing
 }
 
 type ownerKey struct{ ino, owner uint64 }
@@ -38,6 +39,7 @@ func mirrorOf(st State) mirror {
 	for _, o := range st.Owners {
 		m.owners[ownerKey{o.Ino, o.Owner}] = o.Fh
 	}
+	m.replies.addAll(st.Replies)
 	return m
 }
 
@@ -64,7 +66,12 @@ func (m *mirror) apply(kind byte, p []byte) {
 	case kindSession:
 		m.session = v(0)
 	case kindOpen:
-		m.handles[v(0)] = Handle{Ino: v(1), Flags: uint32(v(2)), Tracked: p[24] == 1}
+		h := Handle{Ino: v(1), Flags: uint32(v(2)), Tracked: p[24] == 1}
+		if len(p) >= 34 { // format 2
+			h.Request = binary.LittleEndian.Uint64(p[25:])
+			h.KeepCache, h.DirectIO = p[33]&1 != 0, p[33]&2 != 0
+		}
+		m.handles[v(0)] = h
 		m.seeFh(v(0))
 	case kindRelease:
 		delete(m.handles, v(0))
@@ -90,15 +97,24 @@ func (m *mirror) apply(kind byte, p []byte) {
 		}
 	case kindOwnerGone:
 		delete(m.owners, ownerKey{v(0), v(1)})
+	case kindReply:
+		m.applyReply(p)
 	}
 }
 
-// payloadSize is the fixed part of each kind's payload (a write's bytes
-// follow its 24).
+// payloadSize is the least payload of each kind (a write's bytes follow
+// its 24, an append's its 32, a reply's data its 16; format 1 wrote
+// shorter checkpoints and opens).
 var payloadSize = map[byte]int{
 	kindCheckpoint: 24, kindSession: 8, kindOpen: 25, kindRelease: 8, kindOpenDir: 16,
 	kindReleaseDir: 8, kindLocked: 8, kindOwner: 24, kindOwnerGone: 16, kindWrite: 24, kindBarrier: 16,
+	kindAppend: 32, kindReply: 16,
 }
+
+// ErrNewerFormat is returned by Recover for a journal written by a later
+// version of this package (its Format is greater): the caller must not
+// take it over, since it cannot tell what the journal holds.
+var ErrNewerFormat = errors.New("journal: written in a newer format than this binary reads")
 
 type seqWrite struct {
 	seq uint64
@@ -106,8 +122,9 @@ type seqWrite struct {
 }
 
 // Recover reads the journal in dir: the handle state as of its last
-// record and the writes no barrier covers, in journal order. A journal
-// that does not exist is an empty state.
+// record, the writes no barrier covers, in journal order, and the latest
+// replies. A journal that does not exist is an empty state; one of a
+// later format is ErrNewerFormat.
 func Recover(dir string) (State, error) {
 	segs, err := segments(dir)
 	if err != nil {
@@ -118,7 +135,7 @@ func Recover(dir string) (State, error) {
 	barrier := map[uint64]uint64{}
 	var seq uint64
 	for _, n := range segs {
-		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("seg-%016d", n)))
+		b, err := os.ReadFile(filepath.Join(dir, segName(n)))
 		if err != nil {
 			return State{}, fmt.Errorf("journal: %w", err)
 		}
@@ -136,13 +153,20 @@ func Recover(dir string) (State, error) {
 			b = b[headerSize+size:]
 			switch kind {
 			case kindCheckpoint:
+				if len(body) >= 32 && binary.LittleEndian.Uint64(body[24:]) > Format {
+					return State{}, fmt.Errorf("%w (format %d, this binary reads up to %d): %s", ErrNewerFormat, binary.LittleEndian.Uint64(body[24:]), Format, dir)
+				}
 				m = newMirror()
 				m.session, m.nextFh = binary.LittleEndian.Uint64(body), binary.LittleEndian.Uint64(body[8:])
 				seq = max(seq, binary.LittleEndian.Uint64(body[16:]))
-			case kindWrite:
-				w := Write{Ino: binary.LittleEndian.Uint64(body[8:]), Off: binary.LittleEndian.Uint64(body[16:]), Data: body[24:]}
+			case kindWrite, kindAppend:
+				at := payloadSize[kind]
+				w := Write{Ino: binary.LittleEndian.Uint64(body[8:]), Off: binary.LittleEndian.Uint64(body[16:]), Data: body[at:]}
 				writes = append(writes, seqWrite{binary.LittleEndian.Uint64(body), w})
 				seq = max(seq, binary.LittleEndian.Uint64(body)+1)
+				if kind == kindAppend {
+					m.replies.add(binary.LittleEndian.Uint64(body[24:]), Reply{Written: uint64(len(w.Data))})
+				}
 			case kindBarrier:
 				ino, mark := binary.LittleEndian.Uint64(body), binary.LittleEndian.Uint64(body[8:])
 				barrier[ino] = max(barrier[ino], mark)
@@ -152,7 +176,8 @@ func Recover(dir string) (State, error) {
 			}
 		}
 	}
-	st := State{Session: m.session, NextFh: m.nextFh, Handles: m.handles, Dirs: m.dirs, Owners: m.ownerList(), NextSeq: seq}
+	st := State{Session: m.session, NextFh: m.nextFh, Handles: m.handles, Dirs: m.dirs, Owners: m.ownerList(), NextSeq: seq,
+		Replies: m.replies.byReq}
 	for _, sw := range writes {
 		if sw.seq >= barrier[sw.w.Ino] {
 			st.Writes = append(st.Writes, sw.w)

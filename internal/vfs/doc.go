@@ -88,7 +88,11 @@
 // them and acknowledged writes are recorded before the kernel hears back,
 // and a barrier after each flush marks a file's earlier writes committed;
 // a successor process resumes the session and Adopts what the journal
-// holds (takeover.go).
+// holds (takeover.go). An open and an O_APPEND write that answer a kernel
+// request (WithRequest) record its id with them, so that the adaptor can
+// answer the request's resend with the adopted handle or the replayed
+// write's byte count; a release is recorded after it is done, so a
+// successor that adopts the handle again releases it on the resend.
 //
 // Import rules: vfs imports meta, data, object and journal (never an
 // engine or backend package, never go-fuse).

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"shoal/internal/data"
+	"shoal/internal/journal"
 	"shoal/internal/meta"
 )
 
@@ -32,6 +33,11 @@ type handle struct {
 	// tracked: the engine counted this handle's open (meta.OpenTracker);
 	// its release owes the engine a Release.
 	tracked bool
+	// request is the kernel request that opened it (WithRequest) and res
+	// what the open answered, kept in the journal for the kernel's
+	// resend of that request (takeover.go).
+	request uint64
+	res     OpenResult
 }
 
 // OpenResult says how the kernel may cache an opened file.
@@ -118,7 +124,7 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 	}
 	f.refresh(attr)
 	direct := flags&syscall.O_DIRECT != 0
-	h := &handle{file: f, flags: flags, reader: fs.data.NewReader(ino), direct: direct, tracked: tracked}
+	h := &handle{file: f, flags: flags, reader: fs.data.NewReader(ino), direct: direct, tracked: tracked, request: requestOf(ctx)}
 	h.reader.SetList(f.chunk) // read-ahead continues into the next chunk
 	fs.mu.Lock()
 	fs.nextFh++
@@ -130,17 +136,24 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 		clear(fs.stamps)
 	}
 	fs.stamps[ino] = stamp{attr.Mtime, attr.Length}
-	fs.mu.Unlock()
-	if j != nil { // before the kernel learns the handle
-		fs.noteJournal(j.Open(uint64(h.fh), uint64(ino), flags, tracked))
-	}
 	// The kernel places an O_APPEND write where it believes the file
 	// ends, without asking for fresh attributes first: after another
 	// mount's close it would write over that mount's data or leave a
 	// hole (Write moves it to the real end). Direct I/O keeps the kernel's
 	// page cache from holding those bytes at the offset it thought.
 	appendStale := flags&syscall.O_APPEND != 0 && !keep
-	return OpenResult{Fh: h.fh, KeepCache: keep && !direct, DirectIO: direct || appendStale}, attr, nil
+	h.res = OpenResult{Fh: h.fh, KeepCache: keep && !direct, DirectIO: direct || appendStale}
+	fs.mu.Unlock()
+	if j != nil { // before the kernel learns the handle
+		fs.noteJournal(j.Open(uint64(h.fh), h.journaled()))
+	}
+	return h.res, attr, nil
+}
+
+// journaled is h as the journal records it.
+func (h *handle) journaled() journal.Handle {
+	return journal.Handle{Ino: uint64(h.file.ino), Flags: h.flags, Tracked: h.tracked, Locked: h.lockEpoch.Load() != 0,
+		Request: h.request, KeepCache: h.res.KeepCache, DirectIO: h.res.DirectIO}
 }
 
 func (fs *FS) handle(fh Fh) (*handle, error) {
@@ -253,7 +266,7 @@ func (fs *FS) Write(ctx context.Context, fh Fh, off uint64, p []byte) (int, erro
 		off = f.appendEnd()
 	}
 	if fs.journal != nil {
-		seq, err := fs.journal.Write(uint64(f.ino), off, p)
+		seq, err := fs.journalWrite(ctx, h, off, p)
 		if err != nil {
 			return 0, fmt.Errorf("vfs: journal: %w: %w", err, syscall.EIO)
 		}
@@ -314,8 +327,12 @@ func (fs *FS) Release(ctx context.Context, fh Fh) error {
 	if !ok {
 		return syscall.EBADF
 	}
+	err := fs.release(ctx, h.file, h.tracked)
 	if j != nil {
+		// After the release: a successor taking over before this record
+		// adopts the handle again, and the kernel's resend of the
+		// release releases it there, engine count and all.
 		fs.noteJournal(j.Release(uint64(fh)))
 	}
-	return fs.release(ctx, h.file, h.tracked)
+	return err
 }

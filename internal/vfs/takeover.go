@@ -27,6 +27,16 @@ import (
 // flush takes the journal's mark under the write lock, so every write
 // recorded before the mark is in the buffer the flush commits, and the
 // barrier written after it covers exactly those.
+//
+// Requests answered twice. The kernel resends what the dead process read
+// but did not answer; an open or an O_APPEND write it had recorded must
+// not run again (a second handle the kernel never releases; the bytes
+// appended after their replay). With the request's id (WithRequest) in
+// their records, the adaptor answers the resend instead, from what
+// journal.Recover returns. A release, unlike the rest, is recorded after
+// it is done: a successor that finds the handle still open adopts it, and
+// the resent release releases it there (recorded first, a crash before
+// the engine heard of the release would leave the open counted for good).
 
 // AttachJournal makes fs record its handles and writes in j from now on.
 // Call it before serving, after Adopt.
@@ -50,12 +60,41 @@ func (fs *FS) State() journal.State {
 	st := journal.State{Session: uint64(fs.session), NextFh: uint64(fs.nextFh),
 		Handles: map[uint64]journal.Handle{}, Dirs: map[uint64]uint64{}}
 	for fh, h := range fs.handles {
-		st.Handles[uint64(fh)] = journal.Handle{Ino: uint64(h.file.ino), Flags: h.flags, Tracked: h.tracked, Locked: h.lockEpoch.Load() != 0}
+		st.Handles[uint64(fh)] = h.journaled()
 	}
 	for fh, d := range fs.dirs {
 		st.Dirs[uint64(fh)] = uint64(d.ino)
 	}
 	return st
+}
+
+// requestKey is the context key of WithRequest.
+type requestKey struct{}
+
+// WithRequest returns ctx for an operation that answers the kernel
+// request id (FUSE's unique id). An open and an O_APPEND write record it
+// in the journal with their outcome, so that a successor answers the
+// kernel's resend of the request after a crash with the handle adopted
+// or the byte count of the write replayed, instead of opening again or
+// appending the bytes a second time (package journal, replies.go).
+func WithRequest(ctx context.Context, id uint64) context.Context {
+	return context.WithValue(ctx, requestKey{}, id)
+}
+
+// requestOf returns the request id WithRequest put in ctx (0: none).
+func requestOf(ctx context.Context) uint64 {
+	id, _ := ctx.Value(requestKey{}).(uint64)
+	return id
+}
+
+// journalWrite records a write of p at off through h: an O_APPEND
+// write answering a kernel request with its request id.
+func (fs *FS) journalWrite(ctx context.Context, h *handle, off uint64, p []byte) (uint64, error) {
+	ino := uint64(h.file.ino)
+	if req := requestOf(ctx); req != 0 && h.flags&syscall.O_APPEND != 0 {
+		return fs.journal.Append(ino, off, req, p)
+	}
+	return fs.journal.Write(ino, off, p)
 }
 
 // testHookJournaled, if set (tests), runs in Write between a write's
@@ -191,7 +230,8 @@ func (fs *FS) adoptHandle(ctx context.Context, fh Fh, h journal.Handle, epoch ui
 	}
 	f := fs.acquire(ino)
 	f.refresh(attr)
-	hd := &handle{fh: fh, file: f, flags: h.Flags, reader: fs.data.NewReader(ino), direct: h.Flags&syscall.O_DIRECT != 0, tracked: tracked}
+	hd := &handle{fh: fh, file: f, flags: h.Flags, reader: fs.data.NewReader(ino), direct: h.Flags&syscall.O_DIRECT != 0, tracked: tracked,
+		request: h.Request, res: OpenResult{Fh: fh, KeepCache: h.KeepCache, DirectIO: h.DirectIO}}
 	hd.reader.SetList(f.chunk)
 	if h.Locked && epoch != 0 {
 		fs.markLocked(hd, epoch)

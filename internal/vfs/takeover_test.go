@@ -89,3 +89,61 @@ func TestRotationKeepsTheWriteThatTriggeredIt(t *testing.T) {
 		t.Fatalf("after rotation and a crash the file holds %q, want %q (journal writes: %d)", got, want, len(st.Writes))
 	}
 }
+
+// TestRequestsJournaled: an open and an O_APPEND write that answer a
+// kernel request (vfs.WithRequest) leave in the journal what a successor
+// answers the request's resend with: the handle (adopted under its
+// number) and the byte count, the append itself replayed once.
+func TestRequestsJournaled(t *testing.T) {
+	ctx := context.Background()
+	eng := kvmeta.New(memkv.New(), kvmeta.Options{})
+	if err := eng.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	objects := memstore.New()
+	fs1 := vfs.New(eng, data.New(objects, data.Config{BlockSize: 64 << 10}), vfs.Config{}) // "crashes"
+	dir := t.TempDir()
+	j, err := journal.Create(dir, fs1.State(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs1.AttachJournal(j)
+	e, _, err := fs1.Create(vfs.WithRequest(ctx, 20), meta.RootIno, "log", 0o644, syscall.O_WRONLY|syscall.O_APPEND)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := fs1.Open(vfs.WithRequest(ctx, 22), e.Ino, syscall.O_WRONLY|syscall.O_APPEND)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs1.Write(vfs.WithRequest(ctx, 24), res.Fh, 0, []byte("once")); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	st, err := journal.Recover(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := st.Handles[uint64(res.Fh)]; h.Request != 22 || h.DirectIO != res.DirectIO || h.KeepCache != res.KeepCache {
+		t.Fatalf("handle %d journaled as %+v, opened as %+v", res.Fh, h, res)
+	}
+	if r := st.Replies[24]; r.Written != 4 {
+		t.Fatalf("the append's reply: %+v", st.Replies)
+	}
+	fs2 := vfs.New(eng, data.New(objects, data.Config{BlockSize: 64 << 10}), vfs.Config{})
+	t.Cleanup(func() { _ = fs2.Close(ctx) })
+	if err := fs2.Adopt(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs2.State().Handles[uint64(res.Fh)]; got.Request != 22 {
+		t.Fatalf("the adopted handle lost its request: %+v", got)
+	}
+	rd, err := fs2.Open(ctx, e.Ino, syscall.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, fs2, rd.Fh, 64); string(got) != "once" {
+		t.Fatalf("after the takeover the file holds %q", got)
+	}
+}

@@ -10,4 +10,11 @@
 // waited (the stall), logs it and fails above 10 s. Killing the supervisor
 // and the server together, the next mount applies the journal's
 // acknowledged writes; a successor holds the kernel connection once.
+//
+// A server killed between an operation and its reply (the test hook
+// SHOAL_TEST_KILL_BEFORE_REPLY, fusefs.KillBeforeReplyEnv) leaves the
+// kernel to resend a request that already happened: the successor answers
+// it from the journal, so an exclusive create, a mkdir, an unlink and a
+// rename succeed, an O_APPEND write is in the file once, and a resent
+// open's close releases the file (unlinked, it is purged).
 package restart

@@ -1,0 +1,105 @@
+package journal
+
+import (
+	"encoding/binary"
+	"sort"
+)
+
+// Replies: answering a resent request as it was answered.
+//
+// The kernel numbers every request of a connection (its unique id, never
+// reused while the connection lives) and, when a successor asks it to
+// resend what the dead server read but did not answer, sends those
+// requests again with the same id and the resend bit set. A request that
+// already happened — a mkdir committed, a handle opened, an O_APPEND
+// write journaled and replayed — must not run again: the successor
+// answers it with the reply recorded here, written before the reply went
+// to the kernel. Opens record theirs in the open record (Handle.Request),
+// O_APPEND writes in the write record (Append), every other such request
+// in a reply record (Reply): one append each, and none for an open or an
+// append beyond the record it already had.
+//
+// How long a reply is kept. The kernel resends only requests it has not
+// had a reply to, and the server writes a reply microseconds after its
+// record. So a record is needed only for that moment, and for as long as
+// a successor has not yet answered a resend with it. The journal keeps
+// the latest ReplyKeep replies (opens: as long as their handle is open):
+// a reply still unwritten after ReplyKeep later requests were answered
+// would need its goroutine stalled while others answered thousands, or
+// ReplyKeep requests in flight at once, one per blocked thread. A new
+// segment's checkpoint carries them, so the journal stays bounded (about
+// 0.6 MiB of them at most), and Recover returns them (State.Replies); a
+// successor carries them into its own journal, for its own successor in
+// case it dies before answering the resends.
+
+// ReplyKeep is how many of the latest replies a journal keeps.
+const ReplyKeep = 4096
+
+// Reply is how the mount answered a request.
+type Reply struct {
+	// Written is the byte count of an O_APPEND write (Append).
+	Written uint64
+	// Data is the serving adaptor's encoding of any other reply (Reply).
+	Data []byte
+}
+
+// Reply records that request was answered with data (the adaptor's
+// encoding of its reply; kept, not copied), before the reply is written.
+func (j *Journal) Reply(request uint64, data []byte) error {
+	return j.append(kindReply, replyPayload(request, Reply{Data: data}), nil)
+}
+
+// replyPayload is a reply record: request, bytes written, data.
+func replyPayload(request uint64, r Reply) []byte {
+	b := u64s(request, r.Written)
+	return append(b, r.Data...)
+}
+
+// replyRing keeps the latest ReplyKeep replies by request id.
+type replyRing struct {
+	order []uint64 // request ids in the order added, a ring from next once full
+	next  int
+	byReq map[uint64]Reply
+}
+
+func (r *replyRing) add(request uint64, rep Reply) {
+	if r.byReq == nil {
+		r.byReq = map[uint64]Reply{}
+	}
+	if _, ok := r.byReq[request]; !ok {
+		if len(r.order) < ReplyKeep {
+			r.order = append(r.order, request)
+		} else {
+			delete(r.byReq, r.order[r.next])
+			r.order[r.next] = request
+			r.next = (r.next + 1) % ReplyKeep
+		}
+	}
+	r.byReq[request] = rep
+}
+
+// each calls fn for every reply, oldest first.
+func (r *replyRing) each(fn func(request uint64, rep Reply)) {
+	for i := range r.order {
+		req := r.order[(r.next+i)%len(r.order)]
+		fn(req, r.byReq[req])
+	}
+}
+
+// addAll adds replies from a State, oldest (lowest request id: the kernel
+// numbers requests in increasing order) first.
+func (r *replyRing) addAll(replies map[uint64]Reply) {
+	reqs := make([]uint64, 0, len(replies))
+	for req := range replies {
+		reqs = append(reqs, req)
+	}
+	sort.Slice(reqs, func(a, b int) bool { return reqs[a] < reqs[b] })
+	for _, req := range reqs {
+		r.add(req, replies[req])
+	}
+}
+
+// applyReply applies a reply record.
+func (m *mirror) applyReply(p []byte) {
+	m.replies.add(binary.LittleEndian.Uint64(p), Reply{Written: binary.LittleEndian.Uint64(p[8:]), Data: p[16:]})
+}
