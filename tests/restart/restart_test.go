@@ -29,7 +29,11 @@ var disruptions = []string{"kill9", "upgrade"}
 // or `shoal mount --upgrade`. It returns once a new server serves.
 func disrupt(t *testing.T, m *testutil.Mount, how string) {
 	t.Helper()
-	old := m.ServerPID(t)
+	// The server writes its pid file just after the kernel mount shows.
+	old := 0
+	for wait := time.Now().Add(10 * time.Second); old == 0 && time.Now().Before(wait); time.Sleep(5 * time.Millisecond) {
+		old = m.ServerPID(t)
+	}
 	if old == 0 {
 		t.Fatalf("no server pid for %s", m.Dir)
 	}
