@@ -317,3 +317,14 @@ func (m *Mount) ServerPID(t testing.TB) int {
 	_, _ = fmt.Sscan(string(b), &pid)
 	return pid
 }
+
+// WaitServerPID is ServerPID once the server has said, waiting up to 10 s:
+// it writes its pid file just after the kernel mount shows. 0 if none did.
+func (m *Mount) WaitServerPID(t testing.TB) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if pid := m.ServerPID(t); pid != 0 || time.Now().After(deadline) {
+			return pid
+		}
+	}
+}

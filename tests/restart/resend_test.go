@@ -37,7 +37,7 @@ func crashBeforeReply(t *testing.T, op string) (*testutil.Mount, func()) {
 	t.Setenv(fusefs.KillBeforeReplyEnv, op+":"+marker)
 	m := mountSupervised(t)
 	os.Unsetenv(fusefs.KillBeforeReplyEnv) // for other mounts; the supervisor has it
-	first := m.ServerPID(t)
+	first := m.WaitServerPID(t)
 	return m, func() {
 		t.Helper()
 		if !exists(marker) {

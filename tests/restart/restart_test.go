@@ -29,11 +29,7 @@ var disruptions = []string{"kill9", "upgrade"}
 // or `shoal mount --upgrade`. It returns once a new server serves.
 func disrupt(t *testing.T, m *testutil.Mount, how string) {
 	t.Helper()
-	// The server writes its pid file just after the kernel mount shows.
-	old := 0
-	for wait := time.Now().Add(10 * time.Second); old == 0 && time.Now().Before(wait); time.Sleep(5 * time.Millisecond) {
-		old = m.ServerPID(t)
-	}
+	old := m.WaitServerPID(t)
 	if old == 0 {
 		t.Fatalf("no server pid for %s", m.Dir)
 	}
@@ -454,7 +450,7 @@ func TestWholeMountDeathKeepsAcknowledgedWrites(t *testing.T) {
 	if _, err := f.Write(want); err != nil {
 		t.Fatal(err)
 	}
-	server := m.ServerPID(t)
+	server := m.WaitServerPID(t)
 	_ = syscall.Kill(m.PID(), syscall.SIGKILL) // first: it must not start a successor
 	_ = syscall.Kill(server, syscall.SIGKILL)
 	m.Kill9(t)
