@@ -153,7 +153,7 @@ func TestConcurrentCreates(t *testing.T) {
 func TestSingleThreadedMount(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "1") // inherited by the mount process
 	m := mountFresh(t)
-	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", m.ServerPID(t)))
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", m.WaitServerPID(t)))
 	ok(t, err, "read mount environ")
 	if !strings.Contains(string(env), "\x00GOMAXPROCS=1\x00") && !strings.HasPrefix(string(env), "GOMAXPROCS=1\x00") {
 		t.Fatal("mount process does not run with GOMAXPROCS=1")

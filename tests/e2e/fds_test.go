@@ -15,7 +15,7 @@ func TestNoFDLeak(t *testing.T) {
 	m := mountFresh(t)
 	writeFile(t, m.Path("warm"), []byte("warm"), 0o644)
 	count := func() int {
-		fds, err := testutil.OpenFDs(m.ServerPID(t))
+		fds, err := testutil.OpenFDs(m.WaitServerPID(t))
 		ok(t, err, "list mount fds")
 		return len(fds)
 	}
@@ -36,7 +36,7 @@ func TestNoFDLeak(t *testing.T) {
 		n = count()
 	}
 	if n > base+4 {
-		fds, _ := testutil.OpenFDs(m.ServerPID(t))
+		fds, _ := testutil.OpenFDs(m.WaitServerPID(t))
 		t.Errorf("mount process holds %d fds after 300 open/close cycles, %d before: %v", n, base, fds)
 	}
 }

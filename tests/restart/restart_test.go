@@ -471,7 +471,7 @@ func TestWholeMountDeathKeepsAcknowledgedWrites(t *testing.T) {
 func TestSuccessorHoldsOneConnection(t *testing.T) {
 	m := mountSupervised(t)
 	disrupt(t, m, "kill9")
-	fds, err := testutil.OpenFDs(m.ServerPID(t))
+	fds, err := testutil.OpenFDs(m.WaitServerPID(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,7 @@ func everyCommand(t *testing.T, ev *evidence, bare, pwURL, password, credBucket,
 	}
 	m := testutil.StartMount(t, mp, filepath.Join(dir, "fg.log"), "mount", pwURL, mp)
 	ev.addProc(t, "foreground mount", m.PID())
-	ev.addProc(t, "foreground mount's server", m.ServerPID(t))
+	ev.addProc(t, "foreground mount's server", m.WaitServerPID(t))
 	m.Unmount(t)
 	ev.addFile(t, "foreground mount log", m.Log)
 }
