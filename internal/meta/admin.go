@@ -94,6 +94,22 @@ type TreeDumper interface {
 	DumpTree(ctx context.Context, top Ino, w io.Writer) (TreeDump, error)
 }
 
+// LiveTreeDumper writes a tree of a volume that mounts are changing, as
+// it is at one instant, without taking a snapshot (backups).
+type LiveTreeDumper interface {
+	// DumpLive writes the tree at path (volume-relative; "" or "/" for
+	// the volume, leaving /.snapshots and /.trash out) as DumpTree
+	// writes a snapshot's, read in one consistent state of the volume.
+	// begin is called with nothing written yet, before each attempt,
+	// and returns where that attempt writes: an attempt that runs again
+	// is discarded, and only the last writer holds the dump. Nothing
+	// holds the slices the dump names: once DumpLive returns they may
+	// be freed and their blocks deleted, so a caller that copies the
+	// blocks must check that each is still there. ENOTDIR if path is
+	// not a directory, EINVAL inside /.snapshots.
+	DumpLive(ctx context.Context, path string, begin func() (io.Writer, error)) (TreeDump, error)
+}
+
 // Quota is a directory quota: limits on the space and inodes of the tree
 // under directory Ino (the directory itself not counted), and what the
 // tree uses. A limit of 0 is no limit.
