@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -69,16 +70,24 @@ func missing(blocks []block, present map[string]int64, f meta.Format) []block {
 	return out
 }
 
-// copyBlocks copies blocks raw from src to dst, jobs at a time, and
-// returns the bytes copied. Each block is read whole into memory (at
-// most a block's stored size) and Put with its size.
-func copyBlocks(ctx context.Context, src, dst object.Store, blocks []block, jobs int, p *progress.Progress) (int64, error) {
+// errSrcMissing is a block to copy that its source store lacks.
+var errSrcMissing = errors.New("a block to copy is missing")
+
+// copyBlocks copies blocks raw from src to dst, jobs at a time, calls
+// done (when set, from several goroutines) with each block copied and its
+// stored size, and returns the bytes copied. Each block is read whole
+// into memory (at most a block's stored size) and Put with its size. A
+// block src lacks fails with errSrcMissing.
+func copyBlocks(ctx context.Context, src, dst object.Store, blocks []block, jobs int, p *progress.Progress, done func(key string, stored int64)) (int64, error) {
 	var copied int64
 	var mu sync.Mutex
 	err := parallel(ctx, blocks, jobs, func(ctx context.Context, b block) error {
 		n, err := copyObject(ctx, src, dst, b.key)
 		if err != nil {
 			return err
+		}
+		if done != nil {
+			done(b.key, n)
 		}
 		mu.Lock()
 		copied += n
@@ -91,6 +100,9 @@ func copyBlocks(ctx context.Context, src, dst object.Store, blocks []block, jobs
 
 func copyObject(ctx context.Context, src, dst object.Store, key string) (int64, error) {
 	rc, err := src.Get(ctx, key, 0, -1)
+	if errors.Is(err, object.ErrNotExist) {
+		return 0, fmt.Errorf("%w: %s is not in %s", errSrcMissing, key, src)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("reading block %s from %s: %w", key, src, err)
 	}
@@ -140,4 +152,30 @@ func parallel[T any](ctx context.Context, items []T, jobs int, fn func(context.C
 	close(ch)
 	wg.Wait()
 	return context.Cause(ctx)
+}
+
+// blocks copies the blocks of slices that dest lacks, recording counts
+// in the manifest and the backup's block index. From a live dump
+// (meta.LiveTreeDumper), a block the volume lacks fails with
+// errSrcMissing: it was freed and deleted after the read, and the blocks
+// copied so far count as present for the backup taken instead.
+func (c *creation) blocks(ctx context.Context, slices map[meta.SliceID]uint32) error {
+	c.p.Set("finding the blocks to copy", 0, 0)
+	all := blocksOf(slices, c.src.Format.BlockSize)
+	todo, err := c.present.missing(ctx, all)
+	if err != nil {
+		return err
+	}
+	c.p.Set("copying blocks", 0, int64(len(todo)))
+	copied, err := copyBlocks(ctx, c.src.Store, c.dest, todo, c.o.Jobs, c.p, c.present.add)
+	if err != nil {
+		return err
+	}
+	c.m.Blocks, c.m.Copied, c.m.CopiedBytes = int64(len(all)), int64(len(todo)), copied
+	c.m.Stored = 0
+	for _, b := range all {
+		c.m.Stored += c.present.stored(b.key)
+	}
+	c.index = c.present.indexOf(slices)
+	return nil
 }
