@@ -82,7 +82,7 @@ func copyBlocks(ctx context.Context, src, dst object.Store, blocks []block, jobs
 	var copied int64
 	var mu sync.Mutex
 	err := parallel(ctx, blocks, jobs, func(ctx context.Context, b block) error {
-		n, err := copyObject(ctx, src, dst, b.key)
+		n, err := copyObject(ctx, src, dst, b.key, b.size)
 		if err != nil {
 			return err
 		}
@@ -98,7 +98,11 @@ func copyBlocks(ctx context.Context, src, dst object.Store, blocks []block, jobs
 	return copied, err
 }
 
-func copyObject(ctx context.Context, src, dst object.Store, key string) (int64, error) {
+// copyBufs holds copyObject's buffers: a block read whole, grown once.
+var copyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// copyObject copies one block of n data bytes raw from src to dst.
+func copyObject(ctx context.Context, src, dst object.Store, key string, n int) (int64, error) {
 	rc, err := src.Get(ctx, key, 0, -1)
 	if errors.Is(err, object.ErrNotExist) {
 		return 0, fmt.Errorf("%w: %s is not in %s", errSrcMissing, key, src)
@@ -106,17 +110,20 @@ func copyObject(ctx context.Context, src, dst object.Store, key string) (int64, 
 	if err != nil {
 		return 0, fmt.Errorf("reading block %s from %s: %w", key, src, err)
 	}
-	var buf bytes.Buffer
-	_, err = io.Copy(&buf, rc)
+	buf := copyBufs.Get().(*bytes.Buffer)
+	defer copyBufs.Put(buf)
+	buf.Reset()
+	buf.Grow(n + n/256 + 4096) // room for a stored form's headers and checksums
+	_, err = io.Copy(buf, rc)
 	rc.Close()
 	if err != nil {
 		return 0, fmt.Errorf("reading block %s from %s: %w", key, src, err)
 	}
-	n := int64(buf.Len())
-	if err := dst.Put(ctx, key, &buf, n); err != nil {
+	stored := int64(buf.Len())
+	if err := dst.Put(ctx, key, buf, stored); err != nil {
 		return 0, fmt.Errorf("writing block %s to %s: %w", key, dst, err)
 	}
-	return n, nil
+	return stored, nil
 }
 
 // parallel calls fn for every item, jobs at a time, and returns the first
@@ -152,30 +159,4 @@ func parallel[T any](ctx context.Context, items []T, jobs int, fn func(context.C
 	close(ch)
 	wg.Wait()
 	return context.Cause(ctx)
-}
-
-// blocks copies the blocks of slices that dest lacks, recording counts
-// in the manifest and the backup's block index. From a live dump
-// (meta.LiveTreeDumper), a block the volume lacks fails with
-// errSrcMissing: it was freed and deleted after the read, and the blocks
-// copied so far count as present for the backup taken instead.
-func (c *creation) blocks(ctx context.Context, slices map[meta.SliceID]uint32) error {
-	c.p.Set("finding the blocks to copy", 0, 0)
-	all := blocksOf(slices, c.src.Format.BlockSize)
-	todo, err := c.present.missing(ctx, all)
-	if err != nil {
-		return err
-	}
-	c.p.Set("copying blocks", 0, int64(len(todo)))
-	copied, err := copyBlocks(ctx, c.src.Store, c.dest, todo, c.o.Jobs, c.p, c.present.add)
-	if err != nil {
-		return err
-	}
-	c.m.Blocks, c.m.Copied, c.m.CopiedBytes = int64(len(all)), int64(len(todo)), copied
-	c.m.Stored = 0
-	for _, b := range all {
-		c.m.Stored += c.present.stored(b.key)
-	}
-	c.index = c.present.indexOf(slices)
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"shoal/internal/meta"
@@ -55,14 +56,19 @@ func CheckName(name string) error {
 
 // creation is one Create.
 type creation struct {
-	src     Source
-	dest    object.Store
-	o       Options
-	p       *progress.Progress
-	m       Manifest
-	dump    *tempDump
-	present *present     // the blocks dest holds
-	index   []indexEntry // this backup's blocks, for its index
+	src   Source
+	dest  object.Store
+	o     Options
+	p     *progress.Progress
+	m     Manifest
+	dump  *tempDump
+	index []indexEntry // this backup's blocks, for its index
+	// batch makes the blocks copied durable together, before the index.
+	batch object.SyncBatch
+	// present is what dest holds, learned once (prepareOnce).
+	present    *present
+	prepared   sync.Once
+	prepareErr error
 }
 
 // Create writes a backup of the source's tree to dest: its tree dump,
@@ -94,7 +100,7 @@ func Create(ctx context.Context, src Source, dest object.Store, o Options) (Mani
 	if err != nil {
 		return Manifest{}, err
 	}
-	c.present = &present{dest: dest, f: src.Format, base: base}
+	c.present = newPresent(dest, src.Format, base)
 	if c.dump, err = newTempDump(); err != nil {
 		return Manifest{}, err
 	}
@@ -115,22 +121,29 @@ func Create(ctx context.Context, src Source, dest object.Store, o Options) (Mani
 	return c.m, c.finish(ctx, dumps)
 }
 
-// live backs up the live tree (meta.LiveTreeDumper). It reports false,
-// with no error, when a block the dump references was gone from the
-// volume before it was copied: freed and deleted after the read, so the
-// backup must be taken from a snapshot instead.
+// live backs up the live tree (meta.LiveTreeDumper), copying blocks
+// while the tree is read. It reports false, with no error, when a block
+// the dump references was gone from the volume before it was copied:
+// freed and deleted after the read, so the backup must be taken from a
+// snapshot instead.
 func (c *creation) live(ctx context.Context, ld meta.LiveTreeDumper) (bool, error) {
-	c.p.Set("dumping the tree", 0, 0)
+	c.p.Set("reading the tree, copying blocks", 0, 0)
 	at := time.Now()
-	out, err := ld.DumpLive(ctx, c.o.Path, c.dump.begin)
+	j := c.startCopy(ctx)
+	out, err := ld.DumpLive(j.ctx, meta.LiveDump{Path: c.o.Path, Begin: c.dump.begin, Slice: j.slice})
+	if err == nil {
+		err = c.dump.finish(&c.m, out)
+	}
 	if err != nil {
+		j.cancel(err)
+		// The dump's error, or the copy's that stopped the dump.
+		if err = j.wait(); errors.Is(err, errSrcMissing) {
+			return false, nil
+		}
 		return false, err
 	}
 	c.m.Created = at.UTC()
-	if err := c.dump.finish(&c.m, out); err != nil {
-		return false, err
-	}
-	err = c.blocks(ctx, out.Slices)
+	err = c.finishBlocks(ctx, j, out.Slices)
 	if errors.Is(err, errSrcMissing) {
 		return false, nil
 	}
@@ -164,12 +177,20 @@ func (c *creation) fromSnapshot(ctx context.Context, sn meta.Snapshots, td meta.
 	if err := c.dump.finish(&c.m, out); err != nil {
 		return err
 	}
-	return c.blocks(ctx, out.Slices)
+	c.p.Set("copying blocks", 0, 0)
+	j := c.startCopy(ctx)
+	for id, size := range out.Slices {
+		j.slice(id, size)
+	}
+	return c.finishBlocks(ctx, j, out.Slices)
 }
 
 // finish writes the block index, the dump and, last, the manifest.
 func (c *creation) finish(ctx context.Context, dumps object.Store) error {
 	c.p.Set("writing the dump", 0, 0)
+	if err := c.batch.Sync(); err != nil {
+		return fmt.Errorf("syncing the blocks copied to %s: %w", c.dest, err)
+	}
 	if err := writeIndex(ctx, c.dest, c.m.Name, c.src.Format.BlockSize, c.index); err != nil {
 		return fmt.Errorf("writing the block index to %s: %w", c.dest, err)
 	}

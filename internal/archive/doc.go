@@ -27,6 +27,13 @@
 // path is also taken with Options.KeepSnapshot, and for engines without
 // meta.LiveTreeDumper.
 //
+// Blocks are copied while the tree is read (copyJob): the dump reports
+// each slice as it reads its chunk records (meta.LiveDump.Slice), and
+// workers copy the blocks of those the destination lacks, so the copy
+// and the read overlap instead of adding up. The blocks are written
+// without an fsync each and made durable together (object.SyncBatch)
+// before the index and the manifest are written.
+//
 // Rejected: taking a snapshot for every backup (what backups did first).
 // It is correct without a fallback, but a snapshot copies every inode's
 // records and takes a reference per slice, and deleting it removes them
@@ -62,8 +69,8 @@
 // by an older binary) or there is no backup yet. `backup verify` reads
 // every block back.
 //
-// A backup appears whole or not at all: blocks first, then the index and
-// the dump, then the manifest; List shows only backups with a manifest.
+// A backup appears whole or not at all: blocks first (synced), then the
+// index and the dump, then the manifest; List shows only backups with a manifest.
 // A backup that stopped half-way leaves blocks the next one reuses (when
 // it lists the destination) or copies again. Delete removes the manifest
 // first; with prune it then deletes the blocks no remaining backup

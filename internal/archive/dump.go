@@ -7,12 +7,15 @@ import (
 	"io"
 	"os"
 
+	"github.com/klauspost/compress/zstd"
+
 	"shoal/internal/backup"
 	"shoal/internal/meta"
 )
 
-// tempDump is the tree dump being written, zstd-compressed, to a
-// temporary file, with its size and checksum.
+// tempDump is the tree dump being written, zstd-compressed (which
+// backup.Decompress reads), to a temporary file, with its size and
+// checksum.
 type tempDump struct {
 	f  *os.File
 	h  hash.Hash
@@ -42,7 +45,11 @@ func (d *tempDump) begin() (io.Writer, error) {
 		return nil, err
 	}
 	d.h, d.n = sha256.New(), &backup.Counter{}
-	zw, err := backup.Compress(d.n.Writer(io.MultiWriter(d.f, d.h)), dumpFile)
+	// zstd's fastest level: a live dump is compressed while the tree is
+	// read (and, on Redis, while writers wait), so time counts more than
+	// a few percent of size.
+	zw, err := zstd.NewWriter(d.n.Writer(io.MultiWriter(d.f, d.h)), zstd.WithEncoderCRC(true),
+		zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
 	d.zw = zw
 	return zw, err
 }

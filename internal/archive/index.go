@@ -25,8 +25,8 @@ const indexFile = "blocks.zst"
 // indexMagic starts a block index (before compression).
 const indexMagic = "shoal-backup-blocks 1\n"
 
-// spotChecks is how many of the blocks a backup takes as present on the
-// word of the last backup's index are looked up (Head) first.
+// spotChecks is how many blocks of the newest backup's index a backup
+// looks up (Head) before it trusts the index.
 const spotChecks = 8
 
 func indexKey(name string) string { return Prefix + name + "/" + indexFile }
@@ -42,85 +42,61 @@ type indexEntry struct {
 // present is what a destination holds: the blocks of its newest backup,
 // from that backup's block index, or, without one, every block listed.
 type present struct {
-	dest    object.Store
-	f       meta.Format
-	base    *Manifest // the newest backup, nil if none
-	mu      sync.Mutex
-	sizes   map[string]int64 // key → stored size; nil until loaded
-	listed  bool             // sizes is a listing, not an index
-	checked bool             // an index was spot-checked
+	dest object.Store
+	f    meta.Format
+	base *Manifest // the newest backup, nil if none
+	ok   func(stored, n int64) bool
+	mu   sync.Mutex
+	// sizes maps block keys to stored sizes; nil until prepare.
+	sizes map[string]int64
 }
 
-// missing returns the blocks dest lacks, or holds in a size no stored
-// form of them takes. The first call loads what dest holds; an index is
-// then spot-checked, and dest listed after all if the check fails.
-func (p *present) missing(ctx context.Context, blocks []block) ([]block, error) {
-	if p.sizes == nil {
-		if err := p.load(ctx); err != nil {
-			return nil, err
-		}
-	}
-	todo := missing(blocks, p.sizes, p.f)
-	if p.listed || p.checked {
-		return todo, nil
-	}
-	p.checked = true
-	ok, err := p.spotCheck(ctx, blocks, todo)
-	if err != nil || ok {
-		return todo, err
-	}
-	if err := p.list(ctx); err != nil {
-		return nil, err
-	}
-	return missing(blocks, p.sizes, p.f), nil
+func newPresent(dest object.Store, f meta.Format, base *Manifest) *present {
+	return &present{dest: dest, f: f, base: base, ok: volume.StoredSizeOK(f)}
 }
 
-// load reads the newest backup's index; without one (backups made
-// before indexes, a damaged index, no backup yet), it lists dest.
-func (p *present) load(ctx context.Context) error {
+// prepare learns what dest holds: the newest backup's index, of which a
+// few blocks picked at random are looked up, or, without an index (no
+// backup yet, one made before indexes, a damaged index) or when a block
+// looked up is missing or of the wrong size, a listing of dest.
+func (p *present) prepare(ctx context.Context) error {
 	if p.base != nil {
 		if sizes, err := readIndex(ctx, p.dest, p.base.Name); err == nil {
-			p.sizes = sizes
-			return nil
+			good, err := p.spotCheck(ctx, sizes)
+			if err != nil {
+				return err
+			}
+			if good {
+				p.sizes = sizes
+				return nil
+			}
 		}
 	}
-	return p.list(ctx)
-}
-
-func (p *present) list(ctx context.Context) error {
 	sizes, err := listBlocks(ctx, p.dest)
-	p.sizes, p.listed = sizes, true
+	p.sizes = sizes
 	return err
 }
 
-// spotCheck looks up a few of the blocks taken as present (blocks not in
-// todo) and reports whether all are there in a size their format allows.
-func (p *present) spotCheck(ctx context.Context, blocks, todo []block) (bool, error) {
-	skip := make(map[string]bool, len(todo))
-	for _, b := range todo {
-		skip[b.key] = true
-	}
-	var sample []block
-	for i, b := range blocks {
-		if skip[b.key] {
-			continue
-		}
-		// Reservoir sampling: each block taken as present is as likely.
-		if len(sample) < spotChecks {
-			sample = append(sample, b)
-		} else if j := rand.IntN(i + 1); j < spotChecks {
-			sample[j] = b
+// spotCheck looks up a few blocks of an index picked at random and
+// reports whether all are in dest in the stored size the index says.
+func (p *present) spotCheck(ctx context.Context, sizes map[string]int64) (bool, error) {
+	keys := make([]string, 0, spotChecks)
+	seen := 0
+	for k := range sizes { // reservoir sampling: each key as likely
+		if seen++; len(keys) < spotChecks {
+			keys = append(keys, k)
+		} else if j := rand.IntN(seen); j < spotChecks {
+			keys[j] = k
 		}
 	}
-	ok := volume.StoredSizeOK(p.f)
 	var mu sync.Mutex
 	good := true
-	err := parallel(ctx, sample, spotChecks, func(ctx context.Context, b block) error {
-		info, err := p.dest.Head(ctx, b.key)
+	err := parallel(ctx, keys, spotChecks, func(ctx context.Context, k string) error {
+		info, err := p.dest.Head(ctx, k)
 		if err != nil && !errors.Is(err, object.ErrNotExist) {
 			return err
 		}
-		if err != nil || !ok(info.Size, int64(b.size)) {
+		if err != nil || info.Size != sizes[k] {
 			mu.Lock()
 			good = false
 			mu.Unlock()
@@ -128,6 +104,15 @@ func (p *present) spotCheck(ctx context.Context, blocks, todo []block) (bool, er
 		return nil
 	})
 	return good, err
+}
+
+// has reports whether dest holds block b in a stored size its format
+// allows (after prepare).
+func (p *present) has(b block) bool {
+	p.mu.Lock()
+	stored, ok := p.sizes[b.key]
+	p.mu.Unlock()
+	return ok && p.ok(stored, int64(b.size))
 }
 
 // add records a block copied to dest (concurrent calls are fine).

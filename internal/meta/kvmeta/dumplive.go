@@ -2,7 +2,6 @@ package kvmeta
 
 import (
 	"context"
-	"io"
 	"syscall"
 	"time"
 
@@ -27,30 +26,31 @@ var _ meta.LiveTreeDumper = (*Engine)(nil)
 // and deleted meanwhile (meta.LiveTreeDumper).
 
 // DumpLive implements meta.LiveTreeDumper.
-func (e *Engine) DumpLive(ctx context.Context, path string, begin func() (io.Writer, error)) (meta.TreeDump, error) {
+func (e *Engine) DumpLive(ctx context.Context, req meta.LiveDump) (meta.TreeDump, error) {
 	var out meta.TreeDump
 	err := e.consistentRead(ctx, func(t *txn) error {
-		top, err := t.resolvePath(path)
+		top, err := t.resolvePath(req.Path)
 		if err != nil {
 			return err
 		}
 		if inside, err := t.inSnapshots(top); err != nil || inside {
 			return firstErr(err, syscall.EINVAL)
 		}
-		w, err := begin()
+		w, err := req.Begin()
 		if err != nil {
 			return err
 		}
 		d := newTreeDumper(e, top, w)
 		d.read = func(_ context.Context, fn func(t *txn) error) error { return fn(t) }
 		d.skipRoot = top == meta.RootIno
+		d.slice = req.Slice
 		if err := d.run(ctx); err != nil {
 			return err
 		}
 		out = d.out
 		return nil
 	})
-	return out, wrap(err, "dump %q", path)
+	return out, wrap(err, "dump %q", req.Path)
 }
 
 // consistentRead runs fn, which only reads, in one consistent state of

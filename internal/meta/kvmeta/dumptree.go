@@ -68,8 +68,9 @@ type treeDumper struct {
 	// read runs fn in a read transaction: a View per call for a
 	// snapshot, the one transaction of a live dump.
 	read     func(ctx context.Context, fn func(t *txn) error) error
-	skipRoot bool       // leave /.snapshots and /.trash out of the root
-	inodes   []meta.Ino // every inode found under top, top first
+	skipRoot bool                       // leave /.snapshots and /.trash out of the root
+	slice    func(meta.SliceID, uint32) // meta.LiveDump.Slice
+	inodes   []meta.Ino                 // every inode found under top, top first
 	nodes    map[meta.Ino]treeNode
 	refs     map[meta.SliceID]int64
 	out      meta.TreeDump
@@ -380,6 +381,9 @@ func (d *treeDumper) chunks(t *txn, run []meta.Ino, o *treeBatchOut) error {
 			if s.ID != 0 {
 				o.refs[s.ID]++
 				o.sizes[s.ID] = s.Size
+				if d.slice != nil {
+					d.slice(s.ID, s.Size)
+				}
 			}
 		}
 		o.add(append(inoKey(kindChunk, d.to(ino)), k[kv.ScanPrefixLen:]...), v)

@@ -44,13 +44,19 @@ func testDumpLive(t *testing.T, newEngine Factory) {
 	dump := func(path string) (meta.TreeDump, *bytes.Buffer, error) {
 		var buf *bytes.Buffer
 		begins := 0
-		got, err := ld.DumpLive(v.ctx, path, func() (io.Writer, error) {
+		seen := map[meta.SliceID]uint32{}
+		got, err := ld.DumpLive(v.ctx, meta.LiveDump{Path: path, Begin: func() (io.Writer, error) {
 			begins++
 			buf = &bytes.Buffer{}
 			return buf, nil
-		})
+		}, Slice: func(id meta.SliceID, size uint32) { seen[id] = size }})
 		if err == nil && begins == 0 {
-			t.Fatalf("DumpLive %s never called begin", path)
+			t.Fatalf("DumpLive %s never called Begin", path)
+		}
+		for id, size := range got.Slices {
+			if seen[id] != size {
+				t.Fatalf("DumpLive %s named slice %d (size %d) but gave %d to Slice", path, id, size, seen[id])
+			}
 		}
 		return got, buf, err
 	}
