@@ -42,7 +42,7 @@ func (e *Engine) DumpLive(ctx context.Context, req meta.LiveDump) (meta.TreeDump
 		}
 		d := newTreeDumper(e, top, w)
 		d.read = func(_ context.Context, fn func(t *txn) error) error { return fn(t) }
-		d.skipRoot = top == meta.RootIno
+		d.skipRoot, d.direct = top == meta.RootIno, true
 		d.slice = req.Slice
 		if err := d.run(ctx); err != nil {
 			return err

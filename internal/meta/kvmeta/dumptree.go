@@ -69,6 +69,7 @@ type treeDumper struct {
 	// snapshot, the one transaction of a live dump.
 	read     func(ctx context.Context, fn func(t *txn) error) error
 	skipRoot bool                       // leave /.snapshots and /.trash out of the root
+	direct   bool                       // read is one transaction: write records as read
 	slice    func(meta.SliceID, uint32) // meta.LiveDump.Slice
 	inodes   []meta.Ino                 // every inode found under top, top first
 	nodes    map[meta.Ino]treeNode
@@ -257,9 +258,19 @@ type treeBatchOut struct {
 	sizes map[meta.SliceID]uint32
 	space int64
 	bytes int64
+	// put, when set (a live dump: one transaction, no retry of a
+	// batch), writes records at once instead of holding them.
+	put func(k, v []byte) error
+	err error
 }
 
 func (o *treeBatchOut) add(k, v []byte) {
+	if o.put != nil {
+		if err := o.put(k, v); err != nil && o.err == nil {
+			o.err = err
+		}
+		return
+	}
 	o.recs = append(o.recs, [2][]byte{k, append([]byte(nil), v...)})
 }
 
@@ -269,6 +280,9 @@ func (d *treeDumper) batch(ctx context.Context, inos []meta.Ino) error {
 	var o *treeBatchOut
 	err := d.read(ctx, func(t *txn) error {
 		o = &treeBatchOut{refs: map[meta.SliceID]int64{}, sizes: map[meta.SliceID]uint32{}}
+		if d.direct {
+			o.put = d.put
+		}
 		for rest := inos; len(rest) > 0; {
 			n := 1
 			for n < len(rest) && rest[n]-rest[n-1] <= treeGap {
@@ -281,7 +295,7 @@ func (d *treeDumper) batch(ctx context.Context, inos []meta.Ino) error {
 		}
 		return nil
 	})
-	if err != nil {
+	if err = firstErr(err, o.err); err != nil {
 		return err
 	}
 	for _, r := range o.recs {
