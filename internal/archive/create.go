@@ -188,18 +188,43 @@ func (c *creation) fromSnapshot(ctx context.Context, sn meta.Snapshots, td meta.
 // finish writes the block index, the dump and, last, the manifest.
 func (c *creation) finish(ctx context.Context, dumps object.Store) error {
 	c.p.Set("writing the dump", 0, 0)
-	if err := c.batch.Sync(); err != nil {
-		return fmt.Errorf("syncing the blocks copied to %s: %w", c.dest, err)
+	// The blocks' sync, the index and the dump in parallel; the
+	// manifest once all three are durable.
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, fn := range []func() error{
+		func() error {
+			if err := c.batch.Sync(); err != nil {
+				return fmt.Errorf("syncing the blocks copied to %s: %w", c.dest, err)
+			}
+			return nil
+		},
+		func() error {
+			if err := writeIndex(ctx, c.dest, c.m.Name, c.src.Format.BlockSize, c.index); err != nil {
+				return fmt.Errorf("writing the block index to %s: %w", c.dest, err)
+			}
+			return nil
+		},
+		func() error {
+			r, err := c.dump.reader()
+			if err == nil {
+				err = dumps.Put(ctx, c.m.Dump, r, c.m.DumpSize)
+			}
+			if err != nil {
+				return fmt.Errorf("writing the dump to %s: %w", c.dest, err)
+			}
+			return nil
+		},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
 	}
-	if err := writeIndex(ctx, c.dest, c.m.Name, c.src.Format.BlockSize, c.index); err != nil {
-		return fmt.Errorf("writing the block index to %s: %w", c.dest, err)
-	}
-	r, err := c.dump.reader()
-	if err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return err
-	}
-	if err := dumps.Put(ctx, c.m.Dump, r, c.m.DumpSize); err != nil {
-		return fmt.Errorf("writing the dump to %s: %w", c.dest, err)
 	}
 	if err := writeManifest(ctx, c.dest, c.m); err != nil {
 		return fmt.Errorf("writing the manifest to %s: %w", c.dest, err)
@@ -208,25 +233,41 @@ func (c *creation) finish(ctx context.Context, dumps object.Store) error {
 }
 
 // checkDest refuses a destination holding another volume's backups or a
-// backup named name. It returns the newest backup there, nil if none.
+// backup named name. It returns the newest backup there (by its
+// manifest's write time), nil if none: the only manifest it reads, as
+// every backup Create wrote to dest is of the volume it found there.
 func checkDest(ctx context.Context, dest object.Store, f meta.Format, name string) (*Manifest, error) {
-	all, err := List(ctx, dest)
+	var newest object.Info
+	exists := false
+	err := object.Walk(ctx, dest, Prefix, func(page []object.Info) {
+		for _, info := range page {
+			if !strings.HasSuffix(info.Key, "/"+manifestFile) {
+				continue
+			}
+			exists = exists || info.Key == manifestKey(name)
+			if c := info.ModTime.Compare(newest.ModTime); newest.Key == "" || c > 0 || c == 0 && info.Key > newest.Key {
+				newest = info
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing backups in %s: %w", dest, err)
+	}
+	if newest.Key == "" {
+		return nil, nil
+	}
+	m, err := readManifest(ctx, dest, newest.Key)
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range all {
-		if m.UUID != f.UUID {
-			return nil, fmt.Errorf("%w (%q, uuid %s, backup %s): block keys are unique only within a volume, so give each volume a destination of its own",
-				ErrOtherVolume, m.Volume, m.UUID, m.Name)
-		}
-		if m.Name == name {
-			return nil, fmt.Errorf("%w in %s: %s", ErrExists, dest, name)
-		}
+	if m.UUID != f.UUID {
+		return nil, fmt.Errorf("%w (%q, uuid %s, backup %s): block keys are unique only within a volume, so give each volume a destination of its own",
+			ErrOtherVolume, m.Volume, m.UUID, m.Name)
 	}
-	if len(all) == 0 {
-		return nil, nil
+	if exists {
+		return nil, fmt.Errorf("%w in %s: %s", ErrExists, dest, name)
 	}
-	return &all[len(all)-1], nil
+	return &m, nil
 }
 
 // dumpStore returns the store dumps go through: dest itself, or dest

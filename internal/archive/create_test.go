@@ -222,3 +222,26 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckDest: a name taken and another volume's destination are
+// refused; the newest backup is the base.
+func TestCheckDest(t *testing.T) {
+	v := newTestVolume(t)
+	v.file("a", 100, 1)
+	dest := &hookStore{Store: memstore.New()}
+	v.backup(dest, "one")
+	v.backup(dest, "two")
+	src := Source{Engine: v.e, Format: v.f, Store: v.raw}
+	if _, err := Create(v.ctx, src, dest, Options{Name: "one"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("backup under a taken name: %v", err)
+	}
+	base, err := checkDest(v.ctx, dest, v.f, "three")
+	if err != nil || base == nil || base.Name != "two" {
+		t.Fatalf("base %+v, %v; want two", base, err)
+	}
+	w := newTestVolume(t)
+	w.f.UUID = "5c1e0f3a-9b2d-4e6f-8a7b-1c2d3e4f5a6b"
+	if _, err := Create(w.ctx, Source{Engine: w.e, Format: w.f, Store: w.raw}, dest, Options{Name: "other"}); !errors.Is(err, ErrOtherVolume) {
+		t.Fatalf("backup of another volume: %v", err)
+	}
+}
