@@ -55,7 +55,8 @@
 // is that block. That is what makes backups incremental: only the blocks
 // the destination lacks are copied, in parallel. Because keys are unique
 // only within one volume, a destination holds the backups of one volume
-// (by uuid); Create refuses another's.
+// (by uuid); Create refuses another's. Create reads one manifest, the
+// newest (by its write time): it checks the uuid and is the base below.
 //
 // What the destination holds is taken from the newest backup's block
 // index (each slice of its dump with the stored sizes of its blocks),
@@ -94,7 +95,8 @@
 // interrupted restore leaves an unformatted engine), and claims the bucket.
 //
 // Import rules: archive imports meta, object, data (block keys), backup
-// (dump compression), identity and volume (stores, wrappers, claims), and
+// (dump compression; klauspost/compress/zstd directly for the dump's
+// level), identity and volume (stores, wrappers, claims), and
 // kvmeta only for its pure dump reader (kvmeta.DumpSlices); never vfs or
 // cli.
 package archive
