@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -69,16 +70,24 @@ func missing(blocks []block, present map[string]int64, f meta.Format) []block {
 	return out
 }
 
-// copyBlocks copies blocks raw from src to dst, jobs at a time, and
-// returns the bytes copied. Each block is read whole into memory (at
-// most a block's stored size) and Put with its size.
-func copyBlocks(ctx context.Context, src, dst object.Store, blocks []block, jobs int, p *progress.Progress) (int64, error) {
+// errSrcMissing is a block to copy that its source store lacks.
+var errSrcMissing = errors.New("a block to copy is missing")
+
+// copyBlocks copies blocks raw from src to dst, jobs at a time, calls
+// done (when set, from several goroutines) with each block copied and its
+// stored size, and returns the bytes copied. Each block is read whole
+// into memory (at most a block's stored size) and Put with its size. A
+// block src lacks fails with errSrcMissing.
+func copyBlocks(ctx context.Context, src, dst object.Store, blocks []block, jobs int, p *progress.Progress, done func(key string, stored int64)) (int64, error) {
 	var copied int64
 	var mu sync.Mutex
 	err := parallel(ctx, blocks, jobs, func(ctx context.Context, b block) error {
-		n, err := copyObject(ctx, src, dst, b.key)
+		n, err := copyObject(ctx, src, dst, b.key, b.size)
 		if err != nil {
 			return err
+		}
+		if done != nil {
+			done(b.key, n)
 		}
 		mu.Lock()
 		copied += n
@@ -89,22 +98,32 @@ func copyBlocks(ctx context.Context, src, dst object.Store, blocks []block, jobs
 	return copied, err
 }
 
-func copyObject(ctx context.Context, src, dst object.Store, key string) (int64, error) {
+// copyBufs holds copyObject's buffers: a block read whole, grown once.
+var copyBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// copyObject copies one block of n data bytes raw from src to dst.
+func copyObject(ctx context.Context, src, dst object.Store, key string, n int) (int64, error) {
 	rc, err := src.Get(ctx, key, 0, -1)
+	if errors.Is(err, object.ErrNotExist) {
+		return 0, fmt.Errorf("%w: %s is not in %s", errSrcMissing, key, src)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("reading block %s from %s: %w", key, src, err)
 	}
-	var buf bytes.Buffer
-	_, err = io.Copy(&buf, rc)
+	buf := copyBufs.Get().(*bytes.Buffer)
+	defer copyBufs.Put(buf)
+	buf.Reset()
+	buf.Grow(n + n/256 + 4096) // room for a stored form's headers and checksums
+	_, err = io.Copy(buf, rc)
 	rc.Close()
 	if err != nil {
 		return 0, fmt.Errorf("reading block %s from %s: %w", key, src, err)
 	}
-	n := int64(buf.Len())
-	if err := dst.Put(ctx, key, &buf, n); err != nil {
+	stored := int64(buf.Len())
+	if err := dst.Put(ctx, key, buf, stored); err != nil {
 		return 0, fmt.Errorf("writing block %s to %s: %w", key, dst, err)
 	}
-	return n, nil
+	return stored, nil
 }
 
 // parallel calls fn for every item, jobs at a time, and returns the first

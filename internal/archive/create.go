@@ -2,16 +2,13 @@ package archive
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
+	"strings"
+	"sync"
 	"time"
 
-	"shoal/internal/backup"
 	"shoal/internal/meta"
 	"shoal/internal/object"
 	"shoal/internal/progress"
@@ -30,7 +27,9 @@ var (
 
 // Source is the volume a backup is taken of.
 type Source struct {
-	Engine meta.Engine // with meta.Snapshots and meta.TreeDumper
+	// Engine has meta.Snapshots and meta.TreeDumper, and best also
+	// meta.LiveTreeDumper (backups without a snapshot).
+	Engine meta.Engine
 	Format meta.Format
 	Store  object.Store  // the volume's object store, raw (volume.OpenObjects)
 	Secret volume.Secret // an encrypted volume's secret: its dump is sealed
@@ -38,10 +37,12 @@ type Source struct {
 
 // Options tune Create.
 type Options struct {
-	Name         string // default "backup-<UTC time>"
-	Path         string // the tree to back up; "" or "/" for the volume
-	KeepSnapshot bool   // keep the snapshot taken (under /.snapshots/NAME)
-	Jobs         int    // blocks copied at a time (DefaultJobs)
+	Name string // default "backup-<UTC time>"
+	Path string // the tree to back up; "" or "/" for the volume
+	// KeepSnapshot takes the backup from a snapshot, kept under
+	// /.snapshots/NAME.
+	KeepSnapshot bool
+	Jobs         int // blocks copied at a time (DefaultJobs)
 	Progress     *progress.Progress
 }
 
@@ -53,18 +54,37 @@ func CheckName(name string) error {
 	return nil
 }
 
-// Create takes a snapshot of the source, writes its tree dump and every
-// block it references that dest lacks, then the manifest.
+// creation is one Create.
+type creation struct {
+	src   Source
+	dest  object.Store
+	o     Options
+	p     *progress.Progress
+	m     Manifest
+	dump  *tempDump
+	index []indexEntry // this backup's blocks, for its index
+	// batch makes the blocks copied durable together, before the index.
+	batch object.SyncBatch
+	// present is what dest holds, learned once (prepareOnce).
+	present    *present
+	prepared   sync.Once
+	prepareErr error
+}
+
+// Create writes a backup of the source's tree to dest: its tree dump,
+// every block the dump references that dest lacks, the block index, then
+// the manifest. It reads the live tree in one consistent read where the
+// engine can (meta.LiveTreeDumper), and falls back to a snapshot when a
+// block it must copy was deleted meanwhile or when asked to keep one.
 func Create(ctx context.Context, src Source, dest object.Store, o Options) (Manifest, error) {
-	p := o.Progress
-	if p == nil {
-		p = &progress.Progress{}
+	c := &creation{src: src, dest: dest, o: o, p: o.Progress}
+	if c.p == nil {
+		c.p = &progress.Progress{}
 	}
-	now := time.Now().UTC()
-	if o.Name == "" {
-		o.Name = "backup-" + now.Format(defaultNameTime)
+	if c.o.Name == "" {
+		c.o.Name = "backup-" + time.Now().UTC().Format(defaultNameTime)
 	}
-	if err := CheckName(o.Name); err != nil {
+	if err := CheckName(c.o.Name); err != nil {
 		return Manifest{}, err
 	}
 	sn, ok1 := src.Engine.(meta.Snapshots)
@@ -76,58 +96,178 @@ func Create(ctx context.Context, src Source, dest object.Store, o Options) (Mani
 	if err != nil {
 		return Manifest{}, err
 	}
-	if err := checkDest(ctx, dest, src.Format, o.Name); err != nil {
+	base, err := checkDest(ctx, dest, src.Format, c.o.Name)
+	if err != nil {
 		return Manifest{}, err
 	}
-	p.Set("taking a snapshot", 0, 0)
-	snap, err := sn.CreateSnapshot(ctx, o.Name, o.Path)
-	if err != nil {
-		return Manifest{}, fmt.Errorf("snapshot: %w", err)
+	c.present = newPresent(dest, src.Format, base)
+	if c.dump, err = newTempDump(); err != nil {
+		return Manifest{}, err
 	}
-	if !o.KeepSnapshot {
-		defer func() { _ = sn.DeleteSnapshot(context.WithoutCancel(ctx), o.Name) }()
+	defer c.dump.remove()
+	c.m = Manifest{Name: c.o.Name, Volume: src.Format.Name, UUID: src.Format.UUID, Path: cleanPath(c.o.Path),
+		Dump: dumpKey(c.o.Name), Format: src.Format}
+	done := false
+	if ld, ok := src.Engine.(meta.LiveTreeDumper); ok && !c.o.KeepSnapshot {
+		if done, err = c.live(ctx, ld); err != nil {
+			return c.m, err
+		}
 	}
-	m := Manifest{Name: o.Name, Created: time.Unix(0, snap.Created).UTC(), Volume: src.Format.Name,
-		UUID: src.Format.UUID, Path: snap.Path, Dump: dumpKey(o.Name), Format: src.Format}
-	tmp, slices, err := dumpToTemp(ctx, td, snap.Ino, &m, p)
-	if err != nil {
-		return m, err
+	if !done {
+		if err := c.fromSnapshot(ctx, sn, td); err != nil {
+			return c.m, err
+		}
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	if err := backupBlocks(ctx, src, dest, slices, &m, o.Jobs, p); err != nil {
-		return m, err
-	}
-	p.Set("writing the dump", 0, 0)
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return m, err
-	}
-	if err := dumps.Put(ctx, m.Dump, tmp, m.DumpSize); err != nil {
-		return m, fmt.Errorf("writing the dump to %s: %w", dest, err)
-	}
-	if err := writeManifest(ctx, dest, m); err != nil {
-		return m, fmt.Errorf("writing the manifest to %s: %w", dest, err)
-	}
-	return m, nil
+	return c.m, c.finish(ctx, dumps)
 }
 
-// checkDest refuses a destination holding another volume's backups or a
-// backup named name.
-func checkDest(ctx context.Context, dest object.Store, f meta.Format, name string) error {
-	all, err := List(ctx, dest)
+// live backs up the live tree (meta.LiveTreeDumper), copying blocks
+// while the tree is read. It reports false, with no error, when a block
+// the dump references was gone from the volume before it was copied:
+// freed and deleted after the read, so the backup must be taken from a
+// snapshot instead.
+func (c *creation) live(ctx context.Context, ld meta.LiveTreeDumper) (bool, error) {
+	c.p.Set("reading the tree, copying blocks", 0, 0)
+	at := time.Now()
+	j := c.startCopy(ctx)
+	out, err := ld.DumpLive(j.ctx, meta.LiveDump{Path: c.o.Path, Begin: c.dump.begin, Slice: j.slice})
+	if err == nil {
+		err = c.dump.finish(&c.m, out)
+	}
+	if err != nil {
+		j.cancel(err)
+		// The dump's error, or the copy's that stopped the dump.
+		if err = j.wait(); errors.Is(err, errSrcMissing) {
+			return false, nil
+		}
+		return false, err
+	}
+	c.m.Created = at.UTC()
+	err = c.finishBlocks(ctx, j, out.Slices)
+	if errors.Is(err, errSrcMissing) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// fromSnapshot backs up a snapshot of the tree, deleted afterwards
+// unless kept: its references hold every block it names.
+func (c *creation) fromSnapshot(ctx context.Context, sn meta.Snapshots, td meta.TreeDumper) error {
+	c.p.Set("taking a snapshot", 0, 0)
+	snap, err := sn.CreateSnapshot(ctx, c.o.Name, c.o.Path)
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if !c.o.KeepSnapshot {
+		defer func() {
+			c.p.Set("deleting the snapshot", 0, 0)
+			_ = sn.DeleteSnapshot(context.WithoutCancel(ctx), c.o.Name)
+		}()
+	}
+	c.m.Created, c.m.Path = time.Unix(0, snap.Created).UTC(), snap.Path
+	c.p.Set("dumping the snapshot", 0, 0)
+	w, err := c.dump.begin()
 	if err != nil {
 		return err
 	}
-	for _, m := range all {
-		if m.UUID != f.UUID {
-			return fmt.Errorf("%w (%q, uuid %s, backup %s): block keys are unique only within a volume, so give each volume a destination of its own",
-				ErrOtherVolume, m.Volume, m.UUID, m.Name)
-		}
-		if m.Name == name {
-			return fmt.Errorf("%w in %s: %s", ErrExists, dest, name)
-		}
+	out, err := td.DumpTree(ctx, snap.Ino, w)
+	if err != nil {
+		return err
+	}
+	if err := c.dump.finish(&c.m, out); err != nil {
+		return err
+	}
+	c.p.Set("copying blocks", 0, 0)
+	j := c.startCopy(ctx)
+	for id, size := range out.Slices {
+		j.slice(id, size)
+	}
+	return c.finishBlocks(ctx, j, out.Slices)
+}
+
+// finish writes the block index, the dump and, last, the manifest.
+func (c *creation) finish(ctx context.Context, dumps object.Store) error {
+	c.p.Set("writing the dump", 0, 0)
+	// The blocks' sync, the index and the dump in parallel; the
+	// manifest once all three are durable.
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, fn := range []func() error{
+		func() error {
+			if err := c.batch.Sync(); err != nil {
+				return fmt.Errorf("syncing the blocks copied to %s: %w", c.dest, err)
+			}
+			return nil
+		},
+		func() error {
+			if err := writeIndex(ctx, c.dest, c.m.Name, c.src.Format.BlockSize, c.index); err != nil {
+				return fmt.Errorf("writing the block index to %s: %w", c.dest, err)
+			}
+			return nil
+		},
+		func() error {
+			r, err := c.dump.reader()
+			if err == nil {
+				err = dumps.Put(ctx, c.m.Dump, r, c.m.DumpSize)
+			}
+			if err != nil {
+				return fmt.Errorf("writing the dump to %s: %w", c.dest, err)
+			}
+			return nil
+		},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := writeManifest(ctx, c.dest, c.m); err != nil {
+		return fmt.Errorf("writing the manifest to %s: %w", c.dest, err)
 	}
 	return nil
+}
+
+// checkDest refuses a destination holding another volume's backups or a
+// backup named name. It returns the newest backup there (by its
+// manifest's write time), nil if none: the only manifest it reads, as
+// every backup Create wrote to dest is of the volume it found there.
+func checkDest(ctx context.Context, dest object.Store, f meta.Format, name string) (*Manifest, error) {
+	var newest object.Info
+	exists := false
+	err := object.Walk(ctx, dest, Prefix, func(page []object.Info) {
+		for _, info := range page {
+			if !strings.HasSuffix(info.Key, "/"+manifestFile) {
+				continue
+			}
+			exists = exists || info.Key == manifestKey(name)
+			if c := info.ModTime.Compare(newest.ModTime); newest.Key == "" || c > 0 || c == 0 && info.Key > newest.Key {
+				newest = info
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing backups in %s: %w", dest, err)
+	}
+	if newest.Key == "" {
+		return nil, nil
+	}
+	m, err := readManifest(ctx, dest, newest.Key)
+	if err != nil {
+		return nil, err
+	}
+	if m.UUID != f.UUID {
+		return nil, fmt.Errorf("%w (%q, uuid %s, backup %s): block keys are unique only within a volume, so give each volume a destination of its own",
+			ErrOtherVolume, m.Volume, m.UUID, m.Name)
+	}
+	if exists {
+		return nil, fmt.Errorf("%w in %s: %s", ErrExists, dest, name)
+	}
+	return &m, nil
 }
 
 // dumpStore returns the store dumps go through: dest itself, or dest
@@ -140,62 +280,14 @@ func dumpStore(dest object.Store, f meta.Format, secret volume.Secret) (object.S
 	return volume.SealedStore(dest, key)
 }
 
-// dumpToTemp writes the tree dump, zstd-compressed, to a temporary file,
-// recording its size and checksum in m.
-func dumpToTemp(ctx context.Context, td meta.TreeDumper, top meta.Ino, m *Manifest, p *progress.Progress) (*os.File, map[meta.SliceID]uint32, error) {
-	p.Set("dumping the snapshot", 0, 0)
-	tmp, err := os.CreateTemp("", "shoal-backup-*.dump.zst")
-	if err != nil {
-		return nil, nil, err
-	}
-	fail := func(err error) (*os.File, map[meta.SliceID]uint32, error) {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return nil, nil, err
-	}
-	h := sha256.New()
-	var n backup.Counter
-	zw, err := backup.Compress(n.Writer(io.MultiWriter(tmp, h)), dumpFile)
-	if err != nil {
-		return fail(err)
-	}
-	out, err := td.DumpTree(ctx, top, zw)
-	if err != nil {
-		zw.Close()
-		return fail(err)
-	}
-	if err := zw.Close(); err != nil {
-		return fail(err)
-	}
-	m.Inodes, m.Bytes = out.Inodes, out.Bytes
-	m.DumpSize, m.DumpSHA256 = n.Count(), hex.EncodeToString(h.Sum(nil))
-	return tmp, out.Slices, nil
-}
-
-// backupBlocks copies the blocks dest lacks, recording counts in m.
-func backupBlocks(ctx context.Context, src Source, dest object.Store, slices map[meta.SliceID]uint32, m *Manifest, jobs int, p *progress.Progress) error {
-	p.Set("listing the destination", 0, 0)
-	blocks := blocksOf(slices, src.Format.BlockSize)
-	present, err := listBlocks(ctx, dest)
-	if err != nil {
-		return err
-	}
-	todo := missing(blocks, present, src.Format)
-	p.Set("copying blocks", 0, int64(len(todo)))
-	copied, err := copyBlocks(ctx, src.Store, dest, todo, jobs, p)
-	if err != nil {
-		return err
-	}
-	m.Blocks, m.Copied, m.CopiedBytes = int64(len(blocks)), int64(len(todo)), copied
-	m.Stored = copied
-	copiedKeys := make(map[string]bool, len(todo))
-	for _, b := range todo {
-		copiedKeys[b.key] = true
-	}
-	for _, b := range blocks {
-		if !copiedKeys[b.key] {
-			m.Stored += present[b.key]
+// cleanPath is path as snapshots record it: "/" and the names, without
+// empty ones and ".".
+func cleanPath(path string) string {
+	var names []string
+	for _, n := range strings.Split(path, "/") {
+		if n != "" && n != "." {
+			names = append(names, n)
 		}
 	}
-	return nil
+	return "/" + strings.Join(names, "/")
 }

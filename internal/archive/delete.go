@@ -24,7 +24,7 @@ type Pruned struct {
 }
 
 // Delete deletes backup name: its manifest first (from then on the backup
-// is gone), then its dump. With prune it also deletes the blocks no
+// is gone), then its dump and block index. With prune it also deletes the blocks no
 // remaining backup references, reading their dumps (secret: for an
 // encrypted volume's), except blocks younger than PruneGrace.
 func Delete(ctx context.Context, dest object.Store, name string, prune bool, secret volume.Secret) (Pruned, error) {
@@ -38,6 +38,9 @@ func Delete(ctx context.Context, dest object.Store, name string, prune bool, sec
 	}
 	if err := dest.Delete(ctx, m.Dump); err != nil {
 		return pr, fmt.Errorf("deleting the dump of backup %s: %w", m.Name, err)
+	}
+	if err := dest.Delete(ctx, indexKey(m.Name)); err != nil {
+		return pr, fmt.Errorf("deleting the block index of backup %s: %w", m.Name, err)
 	}
 	if !prune {
 		return pr, nil

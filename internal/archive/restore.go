@@ -112,7 +112,7 @@ func restoreBlocks(ctx context.Context, dest, store object.Store, f meta.Format,
 	}
 	todo := missing(blocks, present, f)
 	p.Set("copying blocks", 0, int64(len(todo)))
-	_, err = copyBlocks(ctx, dest, store, todo, jobs, p)
+	_, err = copyBlocks(ctx, dest, store, todo, jobs, p, nil)
 	return err
 }
 

@@ -33,18 +33,21 @@ func newBackupCmd() *cobra.Command {
 	f := &backupFlags{}
 	cmd := &cobra.Command{
 		Use:   "backup META-URL DEST",
-		Short: "Back up a live volume (a snapshot's metadata and blocks) to a directory or S3 bucket",
-		Long: `Take a snapshot of the volume (or of --path in it) while mounts keep
-writing, and copy it to DEST: a directory, or an S3 bucket URL (s3://,
-http:// or https://; credentials from the environment as for format). The
-backup holds the snapshot's metadata (a dump of just that tree, as a
-volume of its own) and every block it references; 'shoal restore' makes a
-mountable volume from it on any engine.
+		Short: "Back up a live volume (a tree's metadata at one instant, and its blocks) to a directory or S3 bucket",
+		Long: `Copy the volume (or --path in it) as it is at one instant, while mounts
+keep writing, to DEST: a directory, or an S3 bucket URL (s3://, http://
+or https://; credentials from the environment as for format). The backup
+holds the tree's metadata (a dump of just that tree, as a volume of its
+own, read in one consistent read of the metadata) and every block it
+references; 'shoal restore' makes a mountable volume from it on any
+engine. If a block the tree referenced is deleted from the volume before
+it is copied (the file was rewritten meanwhile), the backup is taken
+again from a snapshot, which holds its blocks.
 
 Backups are incremental: DEST keeps blocks under the volume's own keys,
-and only the blocks DEST lacks are copied. A backup appears whole or not
-at all (its manifest is written last); the snapshot is deleted afterwards
-unless --keep-snapshot. A DEST holds the backups of one volume.
+and only the blocks DEST lacks are copied (what DEST holds is read from
+the newest backup's block index). A backup appears whole or not at all
+(its manifest is written last). A DEST holds the backups of one volume.
 
 The volume's blocks are copied as stored (checksummed, compressed,
 encrypted), so an encrypted volume's backup stays encrypted; its dump is
@@ -60,7 +63,7 @@ sealed with the volume's key, so give the volume's secret.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.path, "path", "/", "the tree to back up, from the volume's root")
 	fl.StringVar(&f.name, "name", "", "the backup's name (default backup-<UTC time>)")
-	fl.BoolVar(&f.keep, "keep-snapshot", false, "keep the snapshot the backup was taken from (/.snapshots/NAME)")
+	fl.BoolVar(&f.keep, "keep-snapshot", false, "take the backup from a snapshot and keep it (/.snapshots/NAME)")
 	addBackupCommon(cmd, f)
 	f.secret.register(fl)
 	cmd.AddCommand(newBackupListCmd(), newBackupVerifyCmd(), newBackupDeleteCmd())

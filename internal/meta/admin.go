@@ -94,6 +94,35 @@ type TreeDumper interface {
 	DumpTree(ctx context.Context, top Ino, w io.Writer) (TreeDump, error)
 }
 
+// LiveDump asks LiveTreeDumper.DumpLive for a tree.
+type LiveDump struct {
+	// Path is the tree, volume-relative ("" or "/" for the volume,
+	// leaving /.snapshots and /.trash out).
+	Path string
+	// Begin is called with nothing written yet, before each attempt,
+	// and returns where that attempt writes: an attempt that runs again
+	// is discarded, and only the last writer holds the dump.
+	Begin func() (io.Writer, error)
+	// Slice, when set, is called with each slice the chunk records name
+	// and its size as they are read, so that their blocks can be copied
+	// while the tree is read: some more than once, and also for
+	// attempts later discarded. It must not block for long (on Redis,
+	// writers wait while the tree is read).
+	Slice func(id SliceID, size uint32)
+}
+
+// LiveTreeDumper writes a tree of a volume that mounts are changing, as
+// it is at one instant, without taking a snapshot (backups).
+type LiveTreeDumper interface {
+	// DumpLive writes the tree as DumpTree writes a snapshot's, read in
+	// one consistent state of the volume. Nothing holds the slices the
+	// dump names: they may be freed, and their blocks deleted, as soon
+	// as they are read, so a caller that copies the blocks must check
+	// that each is still there. ENOTDIR if the path is not a directory,
+	// EINVAL inside /.snapshots.
+	DumpLive(ctx context.Context, req LiveDump) (TreeDump, error)
+}
+
 // Quota is a directory quota: limits on the space and inodes of the tree
 // under directory Ino (the directory itself not counted), and what the
 // tree uses. A limit of 0 is no limit.

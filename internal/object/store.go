@@ -38,7 +38,8 @@ type Store interface {
 	Get(ctx context.Context, key string, off, limit int64) (io.ReadCloser, error)
 	// Put stores size bytes from r as key, atomically: afterwards readers
 	// see the whole new object or, if Put failed, nothing new; never part
-	// of it. When Put returns nil the object is durable.
+	// of it. When Put returns nil the object is durable (with a
+	// SyncBatch in ctx, once the batch's Sync returns nil).
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	// Delete removes key. Deleting an absent key returns nil.
 	Delete(ctx context.Context, key string) error

@@ -42,10 +42,16 @@ func TestBackupRestore(t *testing.T) {
 			populate(t, m.Dir)
 			dest := filepath.Join(vol.Dir, "dest")
 
-			// A full backup while a writer updates files in a known order.
+			// Full backups while a writer updates files in a known order:
+			// one from a snapshot (kept), one of the live tree.
 			w := startWriter(t, m.Dir)
 			res := testutil.MustRun(t, "backup", "--progress=never", "--keep-snapshot", "--name", "first", vol.MetaURL, dest)
 			t.Log(strings.TrimSpace(res.Stdout))
+			w.atFirst = w.done.Load()
+			for w.done.Load() < w.atFirst+10 && !w.quit.Load() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			testutil.MustRun(t, "backup", "--progress=never", "--name", "live", vol.MetaURL, dest)
 			w.stop(t)
 			snapDir := m.Path(".snapshots", "first")
 			checkPrefix(t, snapDir, w)
@@ -91,6 +97,17 @@ func TestBackupRestore(t *testing.T) {
 			if res := testutil.Run(t, "fsck", "--progress=never", rv.MetaURL); res.Code != 0 {
 				t.Errorf("fsck of the restored volume: exit %d\n%s%s", res.Code, res.Stdout, res.Stderr)
 			}
+			// The live backup: the same tree, and a prefix of the writes.
+			lv := testutil.NewUnformatted(t, e.dst(t))
+			lv.Bucket = filepath.Join(lv.Dir, "restored")
+			testutil.MustRun(t, "restore", "--progress=never", dest+":live", lv.MetaURL, "--bucket", lv.Bucket)
+			lm := lv.Mount(t)
+			checkPrefix(t, lm.Dir, w)
+			compareTrees(t, withoutWriter(want), withoutWriter(tree(t, lm.Dir)))
+			lm.Unmount(t)
+			if res := testutil.Run(t, "fsck", "--progress=never", lv.MetaURL); res.Code != 0 {
+				t.Errorf("fsck of the restored live backup: exit %d\n%s%s", res.Code, res.Stdout, res.Stderr)
+			}
 			if res := testutil.Run(t, "restore", "--progress=never", dest+":nosuch", "sqlite://"+filepath.Join(t.TempDir(), "x.db")); res.Code != 4 {
 				t.Errorf("restore of a missing backup: exit %d, %s", res.Code, res.Stderr)
 			}
@@ -130,6 +147,8 @@ type writer struct {
 	wg   sync.WaitGroup
 	done atomic.Int64 // writes completed
 	err  error
+	// atFirst is how many writes were done when the first backup ended.
+	atFirst int64
 }
 
 func startWriter(t *testing.T, dir string) *writer {

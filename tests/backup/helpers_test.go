@@ -93,6 +93,17 @@ func compareTrees(t *testing.T, want, got map[string]node) {
 	t.Logf("%d entries compared", len(want))
 }
 
+// withoutWriter is tree without the writer's files (w/...).
+func withoutWriter(tr map[string]node) map[string]node {
+	out := map[string]node{}
+	for rel, n := range tr {
+		if !strings.HasPrefix(rel, "w/") {
+			out[rel] = n
+		}
+	}
+	return out
+}
+
 // blockFiles lists dest's block objects: relative path → modification time.
 func blockFiles(t *testing.T, dest string) map[string]time.Time {
 	out := map[string]time.Time{}

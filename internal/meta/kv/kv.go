@@ -198,3 +198,27 @@ func PrefixEnd(prefix []byte) []byte {
 	}
 	return nil
 }
+
+// SnapshotViewer is implemented by stores whose View reads one MVCC
+// snapshot: a View of any length sees the state of its first read, and
+// writers neither fail it nor wait for it (SQLite's WAL readers and
+// PostgreSQL; memkv too, whose writers wait only to publish). PostgreSQL may still fail a long
+// SERIALIZABLE READ ONLY View at commit (a serialization failure), which
+// runs it again like any conflict. Redis is not one: its View validates
+// every read at EXEC, so a long View under writers conflicts, and runs
+// again, until they pause.
+type SnapshotViewer interface {
+	SnapshotViews() bool
+}
+
+// ConsistentRead runs fn, which must only read, in one consistent state
+// of s: in a View where s's Views are snapshots (SnapshotViewer), so
+// writers go on; otherwise in an Exclusive, so writers wait while fn
+// runs. Either way fn may run more than once (a retry); only the last
+// run's reads count.
+func ConsistentRead(ctx context.Context, s Store, fn func(tx Tx) error) error {
+	if v, ok := s.(SnapshotViewer); ok && v.SnapshotViews() {
+		return s.View(ctx, fn)
+	}
+	return Exclusive(ctx, s, fn)
+}

@@ -387,10 +387,8 @@ func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 				t.setLength(a, end)
 			}
 		}
-		for id, n := range refs {
-			if err := t.incref(id, n); err != nil {
-				return err
-			}
+		if err := t.increfAll(refs); err != nil {
+			return err
 		}
 		res.Counts = make(map[uint32]int, len(lists))
 		for index, ss := range lists {
@@ -474,74 +472,12 @@ func (t *txn) takeRefs(added, existing []meta.Slice) error {
 			counts[s.ID]++
 		}
 	}
-	for id, n := range counts {
+	for id := range counts {
 		if !slices.ContainsFunc(existing, func(s meta.Slice) bool { return s.ID == id }) {
-			n--
-		}
-		if err := t.incref(id, n); err != nil {
-			return err
+			counts[id]-- // the first record holds the implicit reference
 		}
 	}
-	return nil
-}
-
-// incref adds n references to slice id.
-func (t *txn) incref(id meta.SliceID, n int64) error {
-	if n <= 0 {
-		return nil
-	}
-	key := sliceKey(kindRefs, id)
-	raw, err := t.tx.Get(key)
-	if err != nil {
-		return err
-	}
-	refs := int64(1)
-	if raw != nil {
-		refs = decodeInt(raw)
-	}
-	t.tx.Set(key, encodeInt(refs+n))
-	return nil
-}
-
-// release drops the reference of every record in ss; a slice whose last
-// reference goes is listed as freed.
-func (t *txn) release(ss []meta.Slice) error {
-	counts := make(map[meta.SliceID]int64)
-	sizes := make(map[meta.SliceID]uint32)
-	for _, s := range ss {
-		if s.ID != 0 {
-			counts[s.ID]++
-			sizes[s.ID] = s.Size
-		}
-	}
-	for id, n := range counts {
-		if err := t.decref(id, sizes[id], n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (t *txn) decref(id meta.SliceID, size uint32, n int64) error {
-	key := sliceKey(kindRefs, id)
-	raw, err := t.tx.Get(key)
-	if err != nil {
-		return err
-	}
-	refs := int64(1)
-	if raw != nil {
-		refs = decodeInt(raw)
-	}
-	switch refs -= n; {
-	case refs <= 0:
-		t.tx.Delete(key)
-		t.tx.Set(sliceKey(kindFreed, id), be.AppendUint32(nil, size))
-	case refs == 1:
-		t.tx.Delete(key)
-	default:
-		t.tx.Set(key, encodeInt(refs))
-	}
-	return nil
+	return t.increfAll(counts)
 }
 
 // deleteChunks deletes ino's chunks with index in [from, to), releasing

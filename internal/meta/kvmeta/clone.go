@@ -2,6 +2,8 @@ package kvmeta
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"syscall"
 
 	"shoal/internal/meta"
@@ -169,71 +171,133 @@ func (c *copier) copyEntries(dir meta.Ino) ([]meta.Ino, error) {
 }
 
 // copyInodes writes the copy of every inode found: attributes, symlink
-// target, xattrs and chunk records.
+// target, xattrs and chunk records. The inodes are read in runs of
+// nearby numbers, one scan of attributes and one of chunk records per
+// run, as tree dumps read them (dumptree.go).
 func (c *copier) copyInodes() error {
-	for src, cp := range c.inos {
-		raw, err := c.t.tx.Get(attrKey(src))
+	srcs := make([]meta.Ino, 0, len(c.inos))
+	for src := range c.inos {
+		srcs = append(srcs, src)
+	}
+	slices.Sort(srcs)
+	for rest := srcs; len(rest) > 0; {
+		n := 1
+		for n < len(rest) && rest[n]-rest[n-1] <= treeGap {
+			n++
+		}
+		if err := c.copyRun(rest[:n]); err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return nil
+}
+
+// copyRun copies one run of sorted, nearby source inodes.
+func (c *copier) copyRun(run []meta.Ino) error {
+	var failed error
+	var more []treeExtra
+	got := 0
+	err := scanInodes(c.t, kindAttr, run[0], run[len(run)-1], func(src meta.Ino, _, raw []byte) bool {
+		cp, ok := c.inos[src]
+		if !ok {
+			return true
+		}
+		got++
+		x, err := c.copyAttr(src, cp, raw)
 		if err != nil {
+			failed = err
+			return false
+		}
+		if x.symlink || x.xattrs {
+			more = append(more, x)
+		}
+		return true
+	})
+	if err = firstErr(failed, err); err != nil {
+		return err
+	}
+	if got != len(run) {
+		return fmt.Errorf("%d of inodes %d..%d found in the tree have no attributes: %w", len(run)-got, run[0], run[len(run)-1], syscall.ENOENT)
+	}
+	if err := c.copyChunks(run); err != nil {
+		return err
+	}
+	for _, x := range more {
+		if err := c.copyExtra(x); err != nil {
 			return err
-		}
-		a, err := attrOf(raw)
-		if err != nil {
-			return err
-		}
-		flags := attrFlags(raw) &^ (flagOpened | flagFrozen | flagTrash)
-		if err := c.copyData(src, cp, &a, flags); err != nil {
-			return err
-		}
-		c.adjust(src, cp, &a)
-		if c.o.frozen {
-			flags |= flagFrozen
-		}
-		c.t.tx.Set(attrKey(cp), encodeAttrRecord(&a, flags, 0))
-		c.inodes++
-		if !c.o.frozen {
-			c.t.charge(a.Parent, spaceOf(&a), 1)
 		}
 	}
 	return nil
 }
 
-// copyData copies what is keyed by src besides its attributes.
-func (c *copier) copyData(src, cp meta.Ino, a *meta.Attr, flags byte) error {
+// copyAttr writes the copy cp of src's attribute record raw, and says
+// what else src has.
+func (c *copier) copyAttr(src, cp meta.Ino, raw []byte) (treeExtra, error) {
+	a, err := decodeAttr(raw)
+	if err != nil {
+		return treeExtra{}, fmt.Errorf("inode %d: %w", src, err)
+	}
 	if c.o.check && a.Type != meta.TypeDir {
-		if err := c.t.access(src, a, meta.MayRead); err != nil {
-			return err
+		if err := c.t.access(src, &a, meta.MayRead); err != nil {
+			return treeExtra{}, err
 		}
 	}
-	switch a.Type {
-	case meta.TypeSymlink:
-		target, err := c.t.tx.Get(symlinkKey(src))
-		if err != nil {
-			return err
-		}
-		c.t.tx.Set(symlinkKey(cp), target)
-	case meta.TypeFile:
-		if err := c.copyChunks(src, cp); err != nil {
-			return err
-		}
-		c.space += spaceOf(a)
+	flags := attrFlags(raw) &^ (flagOpened | flagFrozen | flagTrash)
+	if a.Type == meta.TypeFile {
+		c.space += spaceOf(&a)
 	}
-	if flags&flagXattrs != 0 {
-		return c.copyPrefix(kindXattr, src, cp, nil)
+	c.adjust(src, cp, &a)
+	if c.o.frozen {
+		flags |= flagFrozen
 	}
-	return nil
+	c.t.tx.Set(attrKey(cp), encodeAttrRecord(&a, flags, 0))
+	c.inodes++
+	if !c.o.frozen {
+		c.t.charge(a.Parent, spaceOf(&a), 1)
+	}
+	return treeExtra{ino: src, symlink: a.Type == meta.TypeSymlink, xattrs: flags&flagXattrs != 0}, nil
 }
 
-// copyChunks copies src's chunk records to cp and counts their slices.
-func (c *copier) copyChunks(src, cp meta.Ino) error {
-	return c.copyPrefix(kindChunk, src, cp, func(k, v []byte) error {
+// copyChunks copies the chunk records of a run's inodes and counts their
+// slices.
+func (c *copier) copyChunks(run []meta.Ino) error {
+	var failed error
+	err := scanInodes(c.t, kindChunk, run[0], run[len(run)-1], func(src meta.Ino, k, v []byte) bool {
+		cp, ok := c.inos[src]
+		if !ok {
+			return true
+		}
 		ss, err := decodeChunkValue(k, v)
+		if err != nil {
+			failed = err
+			return false
+		}
 		for _, s := range ss {
 			if s.ID != 0 {
 				c.refs[s.ID]++
 			}
 		}
-		return err
+		c.t.tx.Set(append(inoKey(kindChunk, cp), k[kv.ScanPrefixLen:]...), append([]byte(nil), v...))
+		return true
 	})
+	return firstErr(failed, err)
+}
+
+// copyExtra copies an inode's symlink target and xattrs.
+func (c *copier) copyExtra(x treeExtra) error {
+	cp := c.inos[x.ino]
+	if x.symlink {
+		target, err := c.t.tx.Get(symlinkKey(x.ino))
+		if err != nil {
+			return err
+		}
+		c.t.tx.Set(symlinkKey(cp), target)
+	}
+	if x.xattrs {
+		return c.copyPrefix(kindXattr, x.ino, cp, nil)
+	}
+	return nil
 }
 
 // copyPrefix copies every key of kind under src to the same key under cp,
@@ -282,12 +346,7 @@ func (c *copier) takeRefs() error {
 			return err
 		}
 	}
-	for id, n := range c.refs {
-		if err := c.t.incref(id, n); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.t.increfAll(c.refs)
 }
 
 // resolvePath walks path (slash-separated, relative to the root; "" or

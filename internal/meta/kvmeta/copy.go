@@ -127,12 +127,7 @@ func (t *txn) placeSpans(ino meta.Ino, a *meta.Attr, spans []span, delta int64) 
 			return err
 		}
 	}
-	for id, n := range refs {
-		if err := t.incref(id, n); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.increfAll(refs)
 }
 
 func sortedKeys(m map[uint32][]meta.Slice) []uint32 {

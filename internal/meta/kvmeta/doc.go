@@ -135,7 +135,8 @@
 // edits the settings as they are written, for backups restored into a
 // new bucket), meta.TreeDumper (one tree, a snapshot's, dumped as a volume
 // of its own for backups, and DumpSlices, which lists the slices a dump
-// names: dumptree.go) and meta.Quotas
+// names: dumptree.go), meta.LiveTreeDumper (the same of a live tree, read
+// in one consistent read, kv.ConsistentRead: dumplive.go) and meta.Quotas
 // (directory quotas), and meta.RunLog (the last fsck, gc and backup run,
 // one counter key per job: runlog.go). SkipSliceIDs lets a loaded copy draw slice ids far
 // from its source's, as the two share a bucket (volume.Adopt).

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"syscall"
 
 	"shoal/internal/meta"
@@ -15,49 +16,80 @@ import (
 
 var _ meta.TreeDumper = (*Engine)(nil)
 
-// A tree dump (DumpTree) is the dump of a volume that holds only one tree
-// of this one, in the format Dump writes and Restore reads: backups dump a
-// snapshot's tree this way. Inode numbers are kept, except the top's,
-// which becomes the root (meta.RootIno); entries of the top are entries of
-// the root, and inodes whose parent was the top name the root. The
-// snapshot marks (flagFrozen, and flagOpened, which only open records
-// need) are cleared, so the restored tree is writable. Reference counts
-// are counted again over the tree's own chunk records, and the counters
-// are set for it alone: the next inode and slice past the largest used,
-// usage recounted. Quotas, orphans, freed slices, snapshot records and
-// clients' records stay behind.
+// A tree dump (DumpTree, DumpLive) is the dump of a volume that holds
+// only one tree of this one, in the format Dump writes and Restore reads:
+// backups dump a tree this way. Inode numbers are kept, except the top's,
+// which becomes the root (meta.RootIno); entries of the top are entries
+// of the root. Link counts and parents are those of a copy of the tree
+// (clone.go): a directory counts the subdirectories written, another
+// inode the entries written that name it, and its parent is the
+// directory it was first found in. The marks of snapshots and the trash
+// (flagFrozen, flagTrash) and flagOpened (which only open records need)
+// are cleared, so the restored tree is writable. Reference counts are
+// counted again over the tree's own chunk records, and the counters are
+// set for it alone: the next inode and slice past the largest used, usage
+// recounted. Quotas, orphans, freed slices, snapshot records and clients'
+// records stay behind. A dump of the volume root leaves /.snapshots and
+// /.trash out, as a snapshot does.
 //
-// The tree is read a batch of directories, then a batch of inodes, per
-// read transaction: consistent only for a tree nothing changes (a
-// snapshot, which is frozen). Records are held per batch, then written.
+// DumpTree reads a snapshot's tree a batch of directories, then a batch
+// of inodes, per read transaction: consistent only for a tree nothing
+// changes (a snapshot, which is frozen). DumpLive reads a live tree in
+// one consistent read (dumplive.go). Records are held per batch, then
+// written.
+//
+// Reads: entries one ordered scan per directory; the inodes found are
+// then sorted and read in runs of nearby inode numbers, one ordered scan
+// of attributes and one of chunk records per run (treeGap), rather than
+// one read per inode: a tree made together has nearby numbers, a
+// snapshot's copies are numbered apart from the live tree. Symlink
+// targets and xattrs (flagged inodes only) are read per inode.
 
 // treeBatch is how many directories or inodes DumpTree reads per
 // transaction.
-const treeBatch = 256
+const treeBatch = 1024
 
-// treeDumper is one DumpTree.
+// treeGap is the widest gap between the inode numbers of one run: keys of
+// the inodes in a gap are scanned and skipped, which costs less than a
+// query per run.
+const treeGap = 16
+
+// treeNode is what a tree dump knows of an inode found in the tree.
+type treeNode struct {
+	parent meta.Ino // the directory it was first found in
+	n      uint32   // a directory: its subdirectories; else its entries
+}
+
+// treeDumper is one DumpTree or DumpLive.
 type treeDumper struct {
-	e      *Engine
-	top    meta.Ino
-	enc    *json.Encoder
-	inodes []meta.Ino // every inode found under top, top first
-	seen   map[meta.Ino]bool
-	refs   map[meta.SliceID]int64
-	out    meta.TreeDump
-	maxIno meta.Ino
-	space  int64
+	e   *Engine
+	top meta.Ino
+	w   *bufio.Writer
+	// read runs fn in a read transaction: a View per call for a
+	// snapshot, the one transaction of a live dump.
+	read     func(ctx context.Context, fn func(t *txn) error) error
+	skipRoot bool                       // leave /.snapshots and /.trash out of the root
+	direct   bool                       // read is one transaction: write records as read
+	slice    func(meta.SliceID, uint32) // meta.LiveDump.Slice
+	inodes   []meta.Ino                 // every inode found under top, top first
+	nodes    map[meta.Ino]treeNode
+	refs     map[meta.SliceID]int64
+	out      meta.TreeDump
+	maxIno   meta.Ino
+	space    int64
+	line     []byte // the record being written
+}
+
+func newTreeDumper(e *Engine, top meta.Ino, w io.Writer) *treeDumper {
+	return &treeDumper{e: e, top: top, w: bufio.NewWriterSize(w, 256<<10), read: e.view,
+		nodes: map[meta.Ino]treeNode{top: {parent: meta.RootIno}}, refs: map[meta.SliceID]int64{},
+		maxIno: meta.RootIno, out: meta.TreeDump{Slices: map[meta.SliceID]uint32{}}}
 }
 
 // DumpTree implements meta.TreeDumper.
 func (e *Engine) DumpTree(ctx context.Context, top meta.Ino, w io.Writer) (meta.TreeDump, error) {
-	bw := bufio.NewWriter(w)
-	d := &treeDumper{e: e, top: top, enc: json.NewEncoder(bw), seen: map[meta.Ino]bool{top: true},
-		refs: map[meta.SliceID]int64{}, maxIno: meta.RootIno,
-		out: meta.TreeDump{Slices: map[meta.SliceID]uint32{}}}
+	d := newTreeDumper(e, top, w)
 	err := d.run(ctx)
-	if err == nil {
-		err = bw.Flush()
-	}
 	return d.out, wrap(err, "dump tree %d", top)
 }
 
@@ -68,21 +100,26 @@ func (d *treeDumper) run(ctx context.Context) error {
 	if err := d.entries(ctx); err != nil {
 		return err
 	}
-	for rest := d.inodes; len(rest) > 0; {
-		batch := rest[:min(treeBatch, len(rest))]
-		rest = rest[len(batch):]
+	inos := slices.Clone(d.inodes)
+	slices.Sort(inos)
+	for len(inos) > 0 {
+		batch := inos[:min(treeBatch, len(inos))]
+		inos = inos[len(batch):]
 		if err := d.batch(ctx, batch); err != nil {
 			return err
 		}
 	}
-	return d.tail()
+	if err := d.tail(); err != nil {
+		return err
+	}
+	return d.w.Flush()
 }
 
 // header writes the dump header and the format record, after checking
 // that top is a directory.
 func (d *treeDumper) header(ctx context.Context) error {
 	var raw []byte
-	err := d.e.view(ctx, func(t *txn) error {
+	err := d.read(ctx, func(t *txn) error {
 		a, err := t.attr(d.top)
 		if err != nil {
 			return err
@@ -99,16 +136,28 @@ func (d *treeDumper) header(ctx context.Context) error {
 	if raw == nil {
 		return meta.ErrNotFormatted
 	}
-	if err := d.enc.Encode(dumpHeader{Dump: 1, Format: meta.CurrentFormatVersion, Source: d.e.Name()}); err != nil {
+	hdr, err := json.Marshal(dumpHeader{Dump: 1, Format: meta.CurrentFormatVersion, Source: d.e.Name()})
+	if err != nil {
+		return err
+	}
+	if _, err := d.w.Write(append(hdr, '\n')); err != nil {
 		return err
 	}
 	d.inodes = append(d.inodes, d.top)
 	return d.put(formatKey(), formatWithoutCredentials(raw))
 }
 
-// put writes one record.
+// put writes one record, as json.Encoder writes a dumpRecord (base64
+// needs no JSON escaping).
 func (d *treeDumper) put(k, v []byte) error {
-	return d.enc.Encode(dumpRecord{K: base64.StdEncoding.EncodeToString(k), V: base64.StdEncoding.EncodeToString(v)})
+	b := append(d.line[:0], `{"k":"`...)
+	b = base64.StdEncoding.AppendEncode(b, k)
+	b = append(b, `","v":"`...)
+	b = base64.StdEncoding.AppendEncode(b, v)
+	b = append(b, "\"}\n"...)
+	d.line = b
+	_, err := d.w.Write(b)
+	return err
 }
 
 // to maps a source inode to its number in the dump.
@@ -119,6 +168,14 @@ func (d *treeDumper) to(ino meta.Ino) meta.Ino {
 	return ino
 }
 
+// treeEntry is one directory entry read.
+type treeEntry struct {
+	dir, ino meta.Ino
+	typ      meta.Type
+	name     string
+	val      []byte
+}
+
 // entries walks the tree breadth first, writing every entry and listing
 // every inode found.
 func (d *treeDumper) entries(ctx context.Context) error {
@@ -126,34 +183,12 @@ func (d *treeDumper) entries(ctx context.Context) error {
 	for len(queue) > 0 {
 		batch := queue[:min(treeBatch, len(queue))]
 		queue = queue[len(batch):]
-		var recs [][2][]byte
-		var found, dirs []meta.Ino
-		err := d.e.view(ctx, func(t *txn) error {
-			recs, found, dirs = recs[:0], found[:0], dirs[:0]
-			seen := map[meta.Ino]bool{}
+		var ents []treeEntry
+		err := d.read(ctx, func(t *txn) error {
+			ents = ents[:0]
 			for _, dir := range batch {
-				var failed error
-				err := t.tx.Scan(inoKey(kindDentry, dir), nil, 0, func(k, v []byte) bool {
-					ino, typ, err := decodeDentry(v)
-					if err != nil {
-						failed = err
-						return false
-					}
-					if ino == meta.RootIno || ino == d.top {
-						failed = fmt.Errorf("entry %q of directory %d names inode %d: not a tree of its own", k[kv.ScanPrefixLen:], dir, ino)
-						return false
-					}
-					recs = append(recs, [2][]byte{dentryKey(d.to(dir), string(k[kv.ScanPrefixLen:])), append([]byte(nil), v...)})
-					if !d.seen[ino] && !seen[ino] {
-						seen[ino] = true
-						found = append(found, ino)
-						if typ == meta.TypeDir {
-							dirs = append(dirs, ino)
-						}
-					}
-					return true
-				})
-				if err = firstErr(failed, err); err != nil {
+				var err error
+				if ents, err = d.scanDir(t, dir, ents); err != nil {
 					return err
 				}
 			}
@@ -162,116 +197,253 @@ func (d *treeDumper) entries(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		for _, r := range recs {
-			if err := d.put(r[0], r[1]); err != nil {
+		for _, en := range ents {
+			if err := d.put(dentryKey(d.to(en.dir), en.name), en.val); err != nil {
 				return err
 			}
+			if d.found(en) {
+				queue = append(queue, en.ino)
+			}
 		}
-		for _, ino := range found {
-			d.seen[ino] = true
-		}
-		d.inodes = append(d.inodes, found...)
-		queue = append(queue, dirs...)
 	}
 	return nil
 }
 
-// batch writes the records of some inodes: attributes, symlink target,
-// xattrs and chunk records.
+// scanDir appends directory dir's entries to ents.
+func (d *treeDumper) scanDir(t *txn, dir meta.Ino, ents []treeEntry) ([]treeEntry, error) {
+	var failed error
+	err := t.tx.Scan(inoKey(kindDentry, dir), nil, 0, func(k, v []byte) bool {
+		name := string(k[kv.ScanPrefixLen:])
+		if d.skipRoot && dir == meta.RootIno && (name == SnapshotDir || name == trashDir) {
+			return true
+		}
+		ino, typ, err := decodeDentry(v)
+		if err != nil {
+			failed = err
+			return false
+		}
+		if ino == meta.RootIno || ino == d.top {
+			failed = fmt.Errorf("entry %q of directory %d names inode %d: not a tree of its own", name, dir, ino)
+			return false
+		}
+		ents = append(ents, treeEntry{dir: dir, ino: ino, typ: typ, name: name, val: append([]byte(nil), v...)})
+		return true
+	})
+	return ents, firstErr(failed, err)
+}
+
+// found counts entry en and reports whether it names a directory not
+// found before, whose entries are to be read.
+func (d *treeDumper) found(en treeEntry) bool {
+	node, seen := d.nodes[en.ino]
+	if !seen {
+		node.parent = en.dir
+		d.inodes = append(d.inodes, en.ino)
+	}
+	if en.typ == meta.TypeDir {
+		p := d.nodes[en.dir]
+		p.n++
+		d.nodes[en.dir] = p
+	} else {
+		node.n++
+	}
+	d.nodes[en.ino] = node
+	return !seen && en.typ == meta.TypeDir
+}
+
+// treeBatchOut is what one batch of inodes read.
+type treeBatchOut struct {
+	recs  [][2][]byte
+	refs  map[meta.SliceID]int64
+	sizes map[meta.SliceID]uint32
+	space int64
+	bytes int64
+	// put, when set (a live dump: one transaction, no retry of a
+	// batch), writes records at once instead of holding them.
+	put func(k, v []byte) error
+	err error
+}
+
+func (o *treeBatchOut) add(k, v []byte) {
+	if o.put != nil {
+		if err := o.put(k, v); err != nil && o.err == nil {
+			o.err = err
+		}
+		return
+	}
+	o.recs = append(o.recs, [2][]byte{k, append([]byte(nil), v...)})
+}
+
+// batch writes the records of some inodes, sorted: attributes, symlink
+// target, xattrs and chunk records.
 func (d *treeDumper) batch(ctx context.Context, inos []meta.Ino) error {
-	var recs [][2][]byte
-	add := func(k, v []byte) { recs = append(recs, [2][]byte{k, append([]byte(nil), v...)}) }
-	var refs map[meta.SliceID]int64
-	var sizes map[meta.SliceID]uint32
-	var space, bytes int64
-	err := d.e.view(ctx, func(t *txn) error {
-		recs, refs, sizes, space, bytes = recs[:0], map[meta.SliceID]int64{}, map[meta.SliceID]uint32{}, 0, 0
-		for _, ino := range inos {
-			raw, err := t.tx.Get(attrKey(ino))
-			if err != nil {
+	var o *treeBatchOut
+	err := d.read(ctx, func(t *txn) error {
+		o = &treeBatchOut{refs: map[meta.SliceID]int64{}, sizes: map[meta.SliceID]uint32{}}
+		if d.direct {
+			o.put = d.put
+		}
+		for rest := inos; len(rest) > 0; {
+			n := 1
+			for n < len(rest) && rest[n]-rest[n-1] <= treeGap {
+				n++
+			}
+			if err := d.run1(t, rest[:n], o); err != nil {
 				return err
 			}
-			a, err := attrOf(raw)
-			if err != nil {
-				return fmt.Errorf("inode %d: %w", ino, err)
-			}
-			flags := attrFlags(raw) &^ (flagOpened | flagFrozen)
-			a.Parent = d.to(a.Parent)
-			if ino == d.top {
-				a.Parent = meta.RootIno
-			}
-			add(attrKey(d.to(ino)), encodeAttrRecord(&a, flags, 0))
-			space += spaceOf(&a)
-			if a.Type == meta.TypeFile {
-				bytes += int64(a.Length)
-			}
-			if err := d.inodeData(t, ino, &a, flags, add, refs, sizes); err != nil {
-				return err
-			}
+			rest = rest[n:]
 		}
 		return nil
 	})
-	if err != nil {
+	if err = firstErr(err, o.err); err != nil {
 		return err
 	}
-	for _, r := range recs {
+	for _, r := range o.recs {
 		if err := d.put(r[0], r[1]); err != nil {
 			return err
 		}
 	}
-	for id, n := range refs {
+	for id, n := range o.refs {
 		d.refs[id] += n
-		d.out.Slices[id] = sizes[id]
+		d.out.Slices[id] = o.sizes[id]
 	}
-	for _, ino := range inos {
-		d.maxIno = max(d.maxIno, ino)
-	}
-	d.space += space
-	d.out.Bytes += bytes
+	d.maxIno = max(d.maxIno, inos[len(inos)-1])
+	d.space += o.space
+	d.out.Bytes += o.bytes
 	d.out.Inodes += int64(len(inos))
 	return nil
 }
 
-// inodeData adds what is keyed by ino besides its attributes.
-func (d *treeDumper) inodeData(t *txn, ino meta.Ino, a *meta.Attr, flags byte, add func(k, v []byte),
-	refs map[meta.SliceID]int64, sizes map[meta.SliceID]uint32) error {
-	to := d.to(ino)
-	switch a.Type {
-	case meta.TypeSymlink:
-		target, err := t.tx.Get(symlinkKey(ino))
+// run1 reads one run of sorted, nearby inodes: their attributes in one
+// scan, their chunk records in another, and per inode what else it has.
+func (d *treeDumper) run1(t *txn, run []meta.Ino, o *treeBatchOut) error {
+	var failed error
+	var more []treeExtra
+	var got int
+	err := scanInodes(t, kindAttr, run[0], run[len(run)-1], func(ino meta.Ino, _, v []byte) bool {
+		node, ok := d.nodes[ino]
+		if !ok {
+			return true // in a gap of the run
+		}
+		got++
+		a, err := decodeAttr(v)
+		if err != nil {
+			failed = fmt.Errorf("inode %d: %w", ino, err)
+			return false
+		}
+		flags := attrFlags(v) &^ (flagOpened | flagFrozen | flagTrash)
+		d.adjust(ino, node, &a)
+		o.add(attrKey(d.to(ino)), encodeAttrRecord(&a, flags, 0))
+		o.space += spaceOf(&a)
+		if a.Type == meta.TypeFile {
+			o.bytes += int64(a.Length)
+		}
+		if x := (treeExtra{ino, a.Type == meta.TypeSymlink, flags&flagXattrs != 0}); x.symlink || x.xattrs {
+			more = append(more, x)
+		}
+		return true
+	})
+	if err = firstErr(failed, err); err != nil {
+		return err
+	}
+	if got != len(run) {
+		return fmt.Errorf("%d of inodes %d..%d found in the tree have no attributes: %w", len(run)-got, run[0], run[len(run)-1], syscall.ENOENT)
+	}
+	if err := d.chunks(t, run, o); err != nil {
+		return err
+	}
+	for _, x := range more {
+		if err := d.extra(t, x, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// treeExtra is an inode with records besides attributes and chunks.
+type treeExtra struct {
+	ino             meta.Ino
+	symlink, xattrs bool
+}
+
+// adjust sets the link count and parent a copy of the tree gives ino.
+func (d *treeDumper) adjust(ino meta.Ino, node treeNode, a *meta.Attr) {
+	if a.Type == meta.TypeDir {
+		a.Nlink = 2 + node.n
+	} else {
+		a.Nlink = node.n
+	}
+	a.Parent = d.to(node.parent)
+	if ino == d.top {
+		a.Parent = meta.RootIno
+	}
+}
+
+// chunks adds the chunk records of a run's inodes and counts their slices.
+func (d *treeDumper) chunks(t *txn, run []meta.Ino, o *treeBatchOut) error {
+	var failed error
+	err := scanInodes(t, kindChunk, run[0], run[len(run)-1], func(ino meta.Ino, k, v []byte) bool {
+		if _, ok := d.nodes[ino]; !ok {
+			return true
+		}
+		ss, err := decodeChunkValue(k, v)
+		if err != nil {
+			failed = err
+			return false
+		}
+		for _, s := range ss {
+			if s.ID != 0 {
+				o.refs[s.ID]++
+				o.sizes[s.ID] = s.Size
+				if d.slice != nil {
+					d.slice(s.ID, s.Size)
+				}
+			}
+		}
+		o.add(append(inoKey(kindChunk, d.to(ino)), k[kv.ScanPrefixLen:]...), v)
+		return true
+	})
+	return firstErr(failed, err)
+}
+
+// extra adds an inode's symlink target and xattrs.
+func (d *treeDumper) extra(t *txn, x treeExtra, o *treeBatchOut) error {
+	to := d.to(x.ino)
+	if x.symlink {
+		target, err := t.tx.Get(symlinkKey(x.ino))
 		if err != nil {
 			return err
 		}
 		if target != nil {
-			add(symlinkKey(to), target)
-		}
-	case meta.TypeFile:
-		var failed error
-		err := t.tx.Scan(inoKey(kindChunk, ino), nil, 0, func(k, v []byte) bool {
-			ss, err := decodeChunkValue(k, v)
-			if err != nil {
-				failed = err
-				return false
-			}
-			for _, s := range ss {
-				if s.ID != 0 {
-					refs[s.ID]++
-					sizes[s.ID] = s.Size
-				}
-			}
-			add(append(inoKey(kindChunk, to), k[kv.ScanPrefixLen:]...), v)
-			return true
-		})
-		if err = firstErr(failed, err); err != nil {
-			return err
+			o.add(symlinkKey(to), target)
 		}
 	}
-	if flags&flagXattrs == 0 {
+	if !x.xattrs {
 		return nil
 	}
-	return t.tx.Scan(inoKey(kindXattr, ino), nil, 0, func(k, v []byte) bool {
-		add(append(inoKey(kindXattr, to), k[kv.ScanPrefixLen:]...), v)
+	return t.tx.Scan(inoKey(kindXattr, x.ino), nil, 0, func(k, v []byte) bool {
+		o.add(append(inoKey(kindXattr, to), k[kv.ScanPrefixLen:]...), v)
 		return true
+	})
+}
+
+// scanInodes calls fn, in key order, for every key of kind whose inode
+// number (the 8 bytes after the kind) is in [from, to], until fn returns
+// false: one ordered scan of the kind.
+func scanInodes(t *txn, kind byte, from, to meta.Ino, fn func(ino meta.Ino, k, v []byte) bool) error {
+	// Keys of inode from-1 are at most kind, 8 bytes, 8 more: start
+	// after the greatest of them.
+	after := be.AppendUint64(nil, uint64(from-1))
+	after = append(after, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+	return t.tx.Scan([]byte{kind}, after, 0, func(k, v []byte) bool {
+		if len(k) < kv.ScanPrefixLen {
+			return true
+		}
+		ino := meta.Ino(be.Uint64(k[1:]))
+		if ino > to {
+			return false
+		}
+		return fn(ino, k, v)
 	})
 }
 
@@ -303,7 +475,7 @@ func (d *treeDumper) tail() error {
 	return nil
 }
 
-// DumpSlices reads a dump (Dump's or DumpTree's, uncompressed) and
+// DumpSlices reads a dump (Dump's or a tree dump, uncompressed) and
 // returns the volume settings it carries and the slices its chunk
 // records name, with their sizes: what a backup needs to find the block
 // objects a dump refers to without restoring it.

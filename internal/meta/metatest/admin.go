@@ -56,6 +56,7 @@ func testAdmin(t *testing.T, newEngine Factory) {
 	t.Run("Scanner", func(t *testing.T) { testScanner(open(t, newEngine)) })
 	t.Run("Dump", func(t *testing.T) { testDump(t, newEngine) })
 	t.Run("DumpTree", func(t *testing.T) { testDumpTree(t, newEngine) })
+	t.Run("DumpLive", func(t *testing.T) { testDumpLive(t, newEngine) })
 }
 
 func testScanner(v *env) {

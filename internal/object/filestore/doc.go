@@ -7,7 +7,10 @@
 //     object's directory, which is fsynced, renamed over the final name,
 //     and then the directory is fsynced. Directories Put creates are
 //     fsynced into their parents. A crash leaves the old object, the new
-//     one, or nothing, plus at worst a temporary file.
+//     one, or nothing, plus at worst a temporary file. A Put with an
+//     object.SyncBatch writes through the page cache and leaves the
+//     fsyncs of the file and its directory to the batch's Sync: until
+//     then a crash may also leave the new object incomplete.
 //   - Temporary files are named ".shoal-tmp-<random>"; O_EXCL creation makes
 //     names unique, List never shows them, and keys may not contain a path
 //     segment starting with that prefix. RemoveStaleTemp deletes leftovers.

@@ -43,7 +43,8 @@ func (s *Store) put(ctx context.Context, path string, r io.Reader, size int64) e
 		return err
 	}
 	tmp := f.Name()
-	if err := writeSync(ctx, f, r, size); err != nil {
+	batch := object.SyncBatchOf(ctx)
+	if err := writeSync(ctx, f, r, size, batch == nil); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -57,6 +58,11 @@ func (s *Store) put(ctx context.Context, path string, r io.Reader, size int64) e
 			return fmt.Errorf("%s is a directory (a key cannot be another key's directory): %w", path, ErrInvalidKey)
 		}
 		return err
+	}
+	if batch != nil {
+		batch.Later(path, func() error { return syncFile(path) })
+		batch.Later(dir, func() error { return syncDir(dir) })
+		return nil
 	}
 	return syncDir(dir)
 }
@@ -110,23 +116,30 @@ var copyBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
-// writeSync copies exactly size bytes from r into f, fsyncs and closes f.
-// An object marked object.WithReadSoon goes through the page cache, where
-// its next reads will find it.
-func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64) error {
+// writeSync copies exactly size bytes from r into f, fsyncs (if durable)
+// and closes f. An object marked object.WithReadSoon goes through the
+// page cache, where its next reads will find it, and so does one whose
+// fsync an object.SyncBatch defers (not durable): its pages are written
+// out at the batch's sync, with the batch's other files.
+func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64, durable bool) error {
 	// Blocks are up to 4 MiB: copy in 1 MiB steps rather than io.Copy's
 	// 32 KiB (the wrappers hide any WriterTo), a quarter of the syscalls.
 	bufp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bufp)
-	err := copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, !object.ReadSoon(ctx))
+	err := copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, durable && !object.ReadSoon(ctx))
 	if err == nil {
 		var one [1]byte
 		if m, _ := io.ReadFull(r, one[:]); m > 0 {
 			err = fmt.Errorf("reader has more than %d bytes", size)
 		}
 	}
-	if err == nil {
+	switch {
+	case err == nil && durable:
 		err = f.Sync()
+	case err == nil:
+		// Start writing the pages out now, without waiting, so that the
+		// batch's fsync later finds less to do.
+		_ = unix.SyncFileRange(int(f.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -221,6 +234,23 @@ func (s *Store) ensureDir(dir string) error {
 		return err
 	}
 	return syncDir(parent)
+}
+
+// syncFile fsyncs the file at path (an object an object.SyncBatch left
+// to sync).
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
 }
 
 // syncDir fsyncs a directory so renames and creations in it are durable.

@@ -109,6 +109,11 @@ func (s *Store) View(ctx context.Context, fn func(tx kv.Tx) error) error {
 	return t.err
 }
 
+// SnapshotViews implements kv.SnapshotViewer: a View reads the
+// published tree, which a Txn replaces (once the View is done) and never
+// changes.
+func (s *Store) SnapshotViews() bool { return true }
+
 // Name implements kv.Store.
 func (s *Store) Name() string { return "memkv" }
 

@@ -170,6 +170,10 @@ func (s *Store) View(ctx context.Context, fn func(tx kv.Tx) error) error {
 	return s.txn(ctx, modeRead, fn)
 }
 
+// SnapshotViews implements kv.SnapshotViewer: SQLite's WAL readers and
+// PostgreSQL's transactions read one MVCC snapshot.
+func (s *Store) SnapshotViews() bool { return true }
+
 // GetOne implements kv.PointReader: one SELECT outside a transaction,
 // retried like a View.
 func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
