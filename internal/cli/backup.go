@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -178,12 +177,7 @@ func newBackupListCmd() *cobra.Command {
 
 func printBackups(w io.Writer, all []archive.Manifest, asJSON bool) error {
 	if asJSON {
-		if all == nil {
-			all = []archive.Manifest{}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(all)
+		return printJSON(w, jsonList(all))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVOLUME\tPATH\tCREATED\tINODES\tFILES\tBLOCKS\tCOPIED")
@@ -235,9 +229,7 @@ func runBackupVerify(cmd *cobra.Command, args []string, f *backupFlags) error {
 	}
 	w := cmd.OutOrStdout()
 	if f.asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if err := printJSON(w, r); err != nil {
 			return err
 		}
 	} else {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -201,9 +200,7 @@ func trackPhases(d *progress.Display, label string, snap func() (string, int64, 
 // printFsck writes the report as text or JSON.
 func printFsck(w io.Writer, r *fsck.Report, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(w, r)
 	}
 	m := r.Meta
 	count := func(c fsck.Count) string { return fmt.Sprintf("%d objects, %s", c.Objects, humanBytes(c.Bytes)) }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -138,9 +137,7 @@ func trackGC(d *progress.Display, p *gc.Progress) (stop func()) {
 // printGC writes the report as text or JSON.
 func printGC(w io.Writer, r *gc.Report, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(w, r)
 	}
 	count := func(c gc.Count) string { return fmt.Sprintf("%d objects, %s", c.Objects, humanBytes(c.Bytes)) }
 	mode := "deleting"

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -141,12 +140,7 @@ func snapshotErr(op, name string, err error) error {
 
 func printSnapshots(w io.Writer, all []meta.Snapshot, asJSON bool) error {
 	if asJSON {
-		if all == nil {
-			all = []meta.Snapshot{}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(all)
+		return printJSON(w, jsonList(all))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tPATH\tCREATED\tINODES\tFILES")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -97,9 +96,7 @@ func runStats(cmd *cobra.Command, mp string, f statsFlags) error {
 			return err
 		}
 		if f.jsonOut {
-			enc := json.NewEncoder(out)
-			enc.SetIndent("", "  ")
-			return enc.Encode(s)
+			return printJSON(out, s)
 		}
 		renderStats(out, mp, metrics.Snapshot{}, s, time.Duration(s.Uptime*float64(time.Second)), true)
 		return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -99,12 +98,8 @@ func printCompression(w io.Writer, f meta.Format, u *volume.CompressionUsage, er
 }
 
 func printStatusJSON(w io.Writer, s statusJSON) error {
-	if s.Sessions == nil {
-		s.Sessions = []meta.SessionInfo{}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
+	s.Sessions = jsonList(s.Sessions)
+	return printJSON(w, s)
 }
 
 // printSessions lists the live mounts.

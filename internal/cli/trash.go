@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -152,9 +151,7 @@ func typeName(t meta.Type) string {
 
 func printTrash(w io.Writer, items []trashItem, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(items)
+		return printJSON(w, jsonList(items))
 	}
 	if len(items) == 0 {
 		fmt.Fprintln(w, "the trash is empty")
