@@ -448,6 +448,7 @@ main() {
 	servers
 	setup
 	local start=$SECONDS t i
+	LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 	log "work dir $WORK; FILES=$FILES DIRENTRIES=$DIRENTRIES ROUNDS=$ROUNDS; load $(cut -d' ' -f1-3 /proc/loadavg)"
 	log "fsync latency ($FSYNCS × append 4 KiB + fsync per target and round)"
 	phase_fsync
@@ -474,7 +475,7 @@ report() { # seconds
 	echo "FILES=$FILES DIRENTRIES=$DIRENTRIES ROUNDS=$ROUNDS FOUR_ROUNDS=$FOUR_ROUNDS FSYNCS=$FSYNCS PostMark ${PM_FILES} files/${PM_TX} tx, iozone 5×$IOZONE_SIZE;" \
 		"PostgreSQL $("$PSQL" -V | awk '{print $3}') (fsync=off), Redis $(redis-server --version | awk '{print $3}' | sed 's/v=//') (AOF everysec)," \
 		"JuiceFS $(ok jfs-redis || ok jfs-pg && "$JFS" version | awk '{print $3}' || echo -), MooseFS $(ok moosefs && mfsmaster -v | awk '{print $2}' || echo -)"
-	echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "load average at the start: $LOAD0; at the end: $(cut -d' ' -f1-3 /proc/loadavg) (above ~2: other jobs shared the 2 cores)"
 	"$CB" peers "$RES"
 }
 
