@@ -11,6 +11,8 @@
 //	corebench read FILE           sequential read in 1 MiB pieces (MiB/s)
 //	corebench rss PID             the process's peak RSS, VmHWM (KiB)
 //	corebench stall FILE SECONDS  write 4 KiB + stat every ms; longest and p99 wait (ms)
+//	corebench fsync FILE N        N times append 4 KiB + fsync; p50 and p99 (ms)
+//	corebench peers DIR           bench/peers.sh's tables from the results in DIR
 //	corebench report RESULTS      median table and verdicts from "target metric value" lines
 package main
 
@@ -29,7 +31,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: corebench meta|hugedir|write|read|rss|stall|report ARGS (see the source)")
+		return fmt.Errorf("usage: corebench meta|hugedir|write|read|rss|stall|fsync|peers|report ARGS (see the source)")
 	}
 	num := func(i int) int {
 		if i >= len(args) {
@@ -53,6 +55,10 @@ func run(args []string) error {
 		return read(args[1])
 	case "stall":
 		return stall(args[1], num(2))
+	case "fsync":
+		return fsyncLatency(args[1], num(2))
+	case "peers":
+		return peers(args[1])
 	case "rss":
 		return rss(num(1))
 	case "report":
