@@ -262,26 +262,15 @@ func (c *copier) copyAttr(src, cp meta.Ino, raw []byte) (treeExtra, error) {
 // copyChunks copies the chunk records of a run's inodes and counts their
 // slices.
 func (c *copier) copyChunks(run []meta.Ino) error {
-	var failed error
-	err := scanInodes(c.t, kindChunk, run[0], run[len(run)-1], func(src meta.Ino, k, v []byte) bool {
-		cp, ok := c.inos[src]
-		if !ok {
-			return true
-		}
-		ss, err := decodeChunkValue(k, v)
-		if err != nil {
-			failed = err
-			return false
-		}
+	keep := func(ino meta.Ino) bool { _, ok := c.inos[ino]; return ok }
+	return scanRunChunks(c.t, run, keep, func(src meta.Ino, k, v []byte, ss []meta.Slice) {
 		for _, s := range ss {
 			if s.ID != 0 {
 				c.refs[s.ID]++
 			}
 		}
-		c.t.tx.Set(append(inoKey(kindChunk, cp), k[kv.ScanPrefixLen:]...), append([]byte(nil), v...))
-		return true
+		c.t.tx.Set(append(inoKey(kindChunk, c.inos[src]), k[kv.ScanPrefixLen:]...), append([]byte(nil), v...))
 	})
-	return firstErr(failed, err)
 }
 
 // copyExtra copies an inode's symlink target and xattrs.

@@ -381,16 +381,8 @@ func (d *treeDumper) adjust(ino meta.Ino, node treeNode, a *meta.Attr) {
 
 // chunks adds the chunk records of a run's inodes and counts their slices.
 func (d *treeDumper) chunks(t *txn, run []meta.Ino, o *treeBatchOut) error {
-	var failed error
-	err := scanInodes(t, kindChunk, run[0], run[len(run)-1], func(ino meta.Ino, k, v []byte) bool {
-		if _, ok := d.nodes[ino]; !ok {
-			return true
-		}
-		ss, err := decodeChunkValue(k, v)
-		if err != nil {
-			failed = err
-			return false
-		}
+	keep := func(ino meta.Ino) bool { _, ok := d.nodes[ino]; return ok }
+	return scanRunChunks(t, run, keep, func(ino meta.Ino, k, v []byte, ss []meta.Slice) {
 		for _, s := range ss {
 			if s.ID != 0 {
 				o.refs[s.ID]++
@@ -401,6 +393,24 @@ func (d *treeDumper) chunks(t *txn, run []meta.Ino, o *treeBatchOut) error {
 			}
 		}
 		o.add(append(inoKey(kindChunk, d.to(ino)), k[kv.ScanPrefixLen:]...), v)
+	})
+}
+
+// scanRunChunks calls fn with every chunk record of the run's inodes that
+// keep accepts, decoded, stopping at the first record that does not
+// decode.
+func scanRunChunks(t *txn, run []meta.Ino, keep func(meta.Ino) bool, fn func(ino meta.Ino, k, v []byte, ss []meta.Slice)) error {
+	var failed error
+	err := scanInodes(t, kindChunk, run[0], run[len(run)-1], func(ino meta.Ino, k, v []byte) bool {
+		if !keep(ino) {
+			return true
+		}
+		ss, err := decodeChunkValue(k, v)
+		if err != nil {
+			failed = err
+			return false
+		}
+		fn(ino, k, v, ss)
 		return true
 	})
 	return firstErr(failed, err)
