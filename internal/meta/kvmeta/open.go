@@ -364,10 +364,7 @@ func (t *txn) purgeUnused(ino meta.Ino, ignore meta.SessionID) error {
 			return nil
 		}
 	}
-	if err := t.unmarkOrphan(ino); err != nil {
-		return err
-	}
-	return t.deleteInode(ino, a)
+	return t.purgeOrphan(ino, a)
 }
 
 // releaseBatch is how many queued drops one flush transaction carries.

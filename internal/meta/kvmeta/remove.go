@@ -214,6 +214,20 @@ func (t *txn) removeDir(parent meta.Ino, p *meta.Attr, name string, ino meta.Ino
 	return t.deleteInode(ino, a)
 }
 
+// purgeOrphan deletes orphan ino (no link left, open nowhere) and its mark.
+// An orphan belongs to no snapshot even if it is frozen: deleting its
+// snapshot unlinked it while a session held it open, and its last release
+// purges it here, which is not a change to any snapshot.
+func (t *txn) purgeOrphan(ino meta.Ino, a *meta.Attr) error {
+	if err := t.unmarkOrphan(ino); err != nil {
+		return err
+	}
+	hit := t.frozenHit
+	err := t.deleteInode(ino, a) // a frozen inode charges no parent: it touches only ino
+	t.frozenHit = hit
+	return err
+}
+
 // Purge deletes an orphan that no session holds open any more: this
 // client's own record of it is dropped unless this client still counts an
 // open of it, and another session's record keeps it (that session's last
@@ -235,10 +249,7 @@ func (e *Engine) Purge(ctx context.Context, ino meta.Ino) error {
 		if err != nil || elsewhere {
 			return err
 		}
-		if err := t.unmarkOrphan(ino); err != nil {
-			return err
-		}
-		return t.deleteInode(ino, a)
+		return t.purgeOrphan(ino, a)
 	})
 	return wrap(err, "purge %d", ino)
 }

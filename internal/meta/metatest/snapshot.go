@@ -2,6 +2,7 @@ package metatest
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 	"slices"
 	"syscall"
@@ -155,7 +156,22 @@ func testSnapshot(t *testing.T, newEngine Factory) {
 	// frees nothing the volume still shows.
 	v.check(sn.DeleteSnapshot(v.ctx, "s2"), "delete s2")
 	v.wantErrno(sn.DeleteSnapshot(v.ctx, "s2"), syscall.ENOENT, "delete s2 again")
+	// A snapshot file open while its snapshot is deleted becomes an
+	// orphan that its last release purges (not EROFS: it is no longer
+	// part of a snapshot).
+	ot, tracks := v.e.(meta.OpenTracker)
+	if tracks {
+		_, err = ot.Open(v.ctx, sf.Ino, meta.MayRead)
+		v.check(err, "open a snapshot file before deleting its snapshot")
+	}
 	v.check(sn.DeleteSnapshot(v.ctx, "s1"), "delete s1")
+	if tracks {
+		v.check(ot.Release(v.ctx, sf.Ino), "release")
+		v.check(v.e.Purge(v.ctx, sf.Ino), "purge the file of a deleted snapshot")
+		if _, err := v.e.Getattr(v.ctx, sf.Ino); !errors.Is(err, syscall.ENOENT) {
+			t.Fatalf("file of a deleted snapshot after its last release: %v, want ENOENT", err)
+		}
+	}
 	if v.freedHas(kept.ID) {
 		t.Fatalf("slice %d freed while the restored file holds it", kept.ID)
 	}
