@@ -43,6 +43,11 @@
 #   FOUR=0               skip the four-mounts run
 #   FOUR_ROUNDS (ROUNDS) rounds of the four-mounts run
 #   SKIP_PEERS=1         measure no JuiceFS and no MooseFS
+#   ONLY="T1 T2 ..."     measure only these targets (names as above; the
+#                        others are reported as skipped)
+#   PHASES ("fsync one par four")  which parts to run: fsync latency, the
+#                        seed tests on one mount, the 4 creators, 4 mounts
+#   WORKLOADS ("iozone postmark mass hugedir")  seed tests of one and four
 #   JFS_REDIS_DB (15)    the Redis database JuiceFS uses (emptied at start if
 #                        it holds nothing but this benchmark's volume)
 #   BENCH_DIR            work dir (default /var/tmp/shoal-peers); its
@@ -50,6 +55,9 @@
 #   JUICEFS_BIN          use this juicefs binary instead of building v1.4.1
 #                        (cached in /var/cache/shoal/bin)
 #   KEEP=1               keep the volumes' data
+#   BENCH_NAME (peers)   names of the schemas, namespaces and databases it
+#                        makes: give each of two runs at once its own, with
+#                        its own BENCH_DIR and JFS_REDIS_DB
 # It starts PostgreSQL and Redis (scripts/services.sh) if needed and leaves
 # them running; installs MooseFS with apt and builds JuiceFS (minutes, once)
 # if missing. A peer that cannot be installed, built or mounted is reported
@@ -66,6 +74,9 @@ PM_FILES=${PM_FILES:-5000}
 PM_TX=${PM_TX:-10000}
 IOZONE_SIZE=${IOZONE_SIZE:-100MiB}
 FOUR=${FOUR:-1}
+ONLY=${ONLY:-}
+PHASES=${PHASES:-fsync one par four}
+WORKLOADS=${WORKLOADS:-iozone postmark mass hugedir}
 FOUR_ROUNDS=${FOUR_ROUNDS:-$ROUNDS}
 SKIP_PEERS=${SKIP_PEERS:-0}
 JFS_VERSION=v1.4.1
@@ -74,7 +85,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK=${BENCH_DIR:-/var/tmp/shoal-peers}
 RES=$WORK/results
 CACHE=/var/cache/shoal/bin
-NAME=peers # Shoal's Redis namespace and PostgreSQL schema; JuiceFS's database is jfs_peers
+NAME=${BENCH_NAME:-peers} # Shoal's Redis namespace and PostgreSQL schema; JuiceFS's database is jfs_peers
 NETNS=shoal-peers
 VETH_HOST=shoalpeers0 VETH_NS=shoalpeers1
 HOST_IP=10.250.0.1 NS_IP=10.250.0.2
@@ -94,6 +105,7 @@ skip() { # target reason...
 	log "SKIPPING ${LABEL[$t]}: $*"
 }
 ok() { [ "${STATUS[$1]}" = ok ]; }
+phase() { [[ " $PHASES " == *" $1 "* ]]; }
 
 preflight() {
 	[ "$(id -u)" = 0 ] || die "run as root (mounts, drop_caches and a network namespace need it)"
@@ -182,7 +194,7 @@ redis_del_ns() { # pattern
 # holds only this benchmark's volume, so that emptying it harms nobody.
 jfs_redis_db_ours() {
 	local r="redis-cli -h ${REDIS_HOSTPORT%:*} -p ${REDIS_HOSTPORT#*:} -n $JFS_REDIS_DB"
-	[ "$($r dbsize)" = 0 ] || $r get setting | grep -q '"Name": *"peers-redis"'
+	[ "$($r dbsize)" = 0 ] || $r get setting | grep -q "\"Name\": *\"$NAME-redis\""
 }
 
 # reset_engines removes this benchmark's metadata from a previous run.
@@ -360,14 +372,20 @@ setup() {
 	reset_engines
 	for t in "${TARGETS[@]}"; do rm -rf "${WORK:?}/$t"; done
 	for t in "${TARGETS[@]}"; do STATUS[$t]=ok; done
+	if [ -n "$ONLY" ]; then
+		for t in "${TARGETS[@]}"; do
+			[[ " $ONLY " == *" $t "* ]] || skip "$t" "not in ONLY"
+		done
+	fi
 	if [ "$SKIP_PEERS" = 1 ]; then
 		for t in jfs-redis jfs-pg moosefs; do skip "$t" "SKIP_PEERS=1"; done
 	else
-		build_juicefs || true
-		install_moosefs || true
+		if ok jfs-redis || ok jfs-pg; then build_juicefs || true; fi
+		! ok moosefs || install_moosefs || true
 	fi
 	mkdir -p "$WORK/local"
 	for t in shoal-sqlite shoal-redis shoal-pg; do
+		ok "$t" || continue
 		format_shoal "$t"
 		mount_one "$t" 0 || die "mount of $t failed"
 	done
@@ -450,21 +468,27 @@ main() {
 	local start=$SECONDS t i
 	LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 	log "work dir $WORK; FILES=$FILES DIRENTRIES=$DIRENTRIES ROUNDS=$ROUNDS; load $(cut -d' ' -f1-3 /proc/loadavg)"
-	log "fsync latency ($FSYNCS × append 4 KiB + fsync per target and round)"
-	phase_fsync
-	log "seed tests, one mount each (progress in $RES/bench.log)"
-	# shellcheck disable=SC2046
-	run_bench one.json 1 one iozone postmark mass hugedir -- $(seed_flags)
-	log "4 parallel creators on one mount"
-	run_bench par.json 1 par hugedir -- --clients 4 --hugedir-entries "$((FILES / 4))"
-	if [ "$FOUR" = 1 ]; then
+	if phase fsync; then
+		log "fsync latency ($FSYNCS × append 4 KiB + fsync per target and round)"
+		phase_fsync
+	fi
+	if phase one; then
+		log "seed tests, one mount each (progress in $RES/bench.log)"
+		# shellcheck disable=SC2046
+		run_bench one.json 1 one $WORKLOADS -- $(seed_flags)
+	fi
+	if phase par; then
+		log "4 parallel creators on one mount"
+		run_bench par.json 1 par hugedir -- --clients 4 --hugedir-entries "$((FILES / 4))"
+	fi
+	if [ "$FOUR" = 1 ] && phase four; then
 		log "four mounts of each volume at once"
 		for t in "${TARGETS[@]}"; do
 			[ "$t" != local ] && ok "$t" || continue
 			for i in 1 2 3; do mount_one "$t" "$i" || die "mount $i of $t failed"; done
 		done
 		# shellcheck disable=SC2046
-		run_bench four.json 4 four iozone postmark mass hugedir -- --clients 4 $(seed_flags) --rounds "$FOUR_ROUNDS"
+		run_bench four.json 4 four $WORKLOADS -- --clients 4 $(seed_flags) --rounds "$FOUR_ROUNDS"
 	fi
 	report "$((SECONDS - start))" | tee "$RES/peers.md"
 }
