@@ -105,9 +105,11 @@ type seedFigure struct {
 	parallel                bool // from par.json
 }
 
-func seedFigures(one *result.Report) []seedFigure {
+// seedFigures lists the rows of the workloads that ran (a run limited by
+// PHASES or WORKLOADS has no rows for the others).
+func seedFigures(one, par *result.Report) []seedFigure {
 	files, entries := param(one, "mass", "files"), param(one, "hugedir", "entries")
-	return []seedFigure{
+	all := []seedFigure{
 		{files + " files · create/s", "mass", "create empty", 1, false},
 		{files + " files · stat/s", "mass", "stat empty", 1, false},
 		{files + " files · unlink/s", "mass", "delete empty", 1, false},
@@ -120,6 +122,30 @@ func seedFigures(one *result.Report) []seedFigure {
 			", " + param(one, "iozone", "record size") + " records · write KiB/s", "iozone", "write", 1024, false},
 		{"4 parallel creators · creates/s", "hugedir", "create", 1, true},
 	}
+	var out []seedFigure
+	for _, f := range all {
+		r := one
+		if f.parallel {
+			r = par
+		}
+		if ran(r, f.workload) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ran reports whether workload wl is in report r.
+func ran(r *result.Report, wl string) bool {
+	if r == nil {
+		return false
+	}
+	for _, w := range r.Workloads {
+		if w.Name == wl {
+			return true
+		}
+	}
+	return false
 }
 
 // param returns a workload parameter as the report states it, or "?".
@@ -190,7 +216,7 @@ func printSeedTable(ts []peerTarget, one, par *result.Report) {
 	fmt.Println("\nOne mount (higher is better; medians over rounds)")
 	fmt.Println()
 	header(append(append([]string{"seed test · figure"}, labels(ts)...), "best peer"))
-	for _, f := range seedFigures(one) {
+	for _, f := range seedFigures(one, par) {
 		row := []string{f.label}
 		val := func(t string) float64 { return f.value(one, par, t) }
 		for _, t := range ts {
@@ -210,7 +236,7 @@ func printRatios(ts []peerTarget, one, par *result.Report) {
 	fmt.Println("\nRatios (Shoal's figure over the peer's: above 1 Shoal is faster)")
 	fmt.Println()
 	header([]string{"seed test · figure", "Shoal Redis / JuiceFS Redis", "Shoal PG / JuiceFS PG", "Shoal SQLite / best peer", "Shoal SQLite / local"})
-	for _, f := range seedFigures(one) {
+	for _, f := range seedFigures(one, par) {
 		val := func(t string) float64 {
 			if !targetOK(ts, t) {
 				return math.NaN()
@@ -241,7 +267,7 @@ func printFourTable(ts []peerTarget, one, four *result.Report) {
 	fmt.Println("time with four ÷ time with one (1.00 = perfect scaling, 4.00 = none; lower is better)")
 	fmt.Println()
 	header(append([]string{"seed test · figure"}, labels(ts)...))
-	for _, f := range seedFigures(one) {
+	for _, f := range seedFigures(one, nil) {
 		if f.parallel {
 			continue
 		}
