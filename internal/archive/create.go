@@ -118,7 +118,51 @@ func Create(ctx context.Context, src Source, dest object.Store, o Options) (Mani
 			return c.m, err
 		}
 	}
+	if c.m.Quotas, err = treeQuotas(ctx, src.Engine, c.m.Path); err != nil {
+		return c.m, err
+	}
 	return c.m, c.finish(ctx, dumps)
+}
+
+// treeQuotas lists the directory quotas of the tree at top, with paths
+// from top. They are read after the tree, outside its consistent read: a
+// quota set or removed during the backup may be missed or kept, and one
+// whose directory was moved or deleted meanwhile is left out.
+func treeQuotas(ctx context.Context, eng meta.Engine, top string) ([]QuotaLimit, error) {
+	q, ok := eng.(meta.Quotas)
+	if !ok {
+		return nil, nil
+	}
+	all, err := q.ListQuotas(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the directory quotas: %w", err)
+	}
+	var out []QuotaLimit
+	for _, x := range all {
+		p, ok := meta.PathOf(ctx, eng, x.Ino)
+		if !ok {
+			continue
+		}
+		rel, ok := under(p, top)
+		if ok {
+			out = append(out, QuotaLimit{Path: rel, MaxSpace: x.MaxSpace, MaxInodes: x.MaxInodes})
+		}
+	}
+	return out, nil
+}
+
+// under returns p as a path from top, if p is top or below it.
+func under(p, top string) (string, bool) {
+	if top == "/" {
+		return p, true
+	}
+	if p == top {
+		return "/", true
+	}
+	if strings.HasPrefix(p, top+"/") {
+		return p[len(top):], true
+	}
+	return "", false
 }
 
 // live backs up the live tree (meta.LiveTreeDumper), copying blocks

@@ -50,6 +50,18 @@ type Manifest struct {
 	// credentials: block size, compression and encryption (the wrapped
 	// key), which reading the blocks and the dump needs.
 	Format meta.Format `json:"format"`
+	// Quotas are the directory quotas set in the tree at the backup,
+	// which Restore sets again (their usage is recounted there).
+	Quotas []QuotaLimit `json:"quotas,omitempty"`
+}
+
+// QuotaLimit is a directory quota as a backup keeps it: the directory's
+// path from the top of the tree backed up ("/" is the top itself) and its
+// limits (0 is no limit).
+type QuotaLimit struct {
+	Path      string `json:"path"`
+	MaxSpace  uint64 `json:"max_space"`
+	MaxInodes uint64 `json:"max_inodes"`
 }
 
 func manifestKey(name string) string { return Prefix + name + "/" + manifestFile }

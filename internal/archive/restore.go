@@ -94,12 +94,37 @@ func Restore(ctx context.Context, dest object.Store, destWhere [2]string, m Mani
 	if err != nil {
 		return vf, err
 	}
+	if err := restoreQuotas(ctx, t.Engine, m.Quotas); err != nil {
+		return vf, err
+	}
 	c := identity.For(vf, identity.HowRestore)
 	c.Origin = m.UUID
 	if err := identity.Put(ctx, store, c); err != nil {
 		return vf, fmt.Errorf("the volume is restored, but claiming its bucket failed (its first mount claims it): %w", err)
 	}
 	return vf, nil
+}
+
+// restoreQuotas sets the backup's directory quotas again on the restored
+// tree, which counts each one's usage.
+func restoreQuotas(ctx context.Context, eng meta.Engine, qs []QuotaLimit) error {
+	if len(qs) == 0 {
+		return nil
+	}
+	q, ok := eng.(meta.Quotas)
+	if !ok {
+		return errors.New("the backup has directory quotas, and this metadata engine has none")
+	}
+	for _, x := range qs {
+		ino, err := meta.ResolvePath(ctx, eng, x.Path)
+		if err == nil {
+			_, err = q.SetQuota(ctx, ino, x.MaxSpace, x.MaxInodes)
+		}
+		if err != nil {
+			return fmt.Errorf("setting the quota of %s again: %w", x.Path, err)
+		}
+	}
+	return nil
 }
 
 // restoreBlocks copies the blocks of slices from dest into store.

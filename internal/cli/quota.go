@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -153,54 +151,17 @@ func runQuotaList(ctx context.Context, w io.Writer, q meta.Quotas, eng meta.Engi
 
 // resolveDir looks p up from the volume's root.
 func resolveDir(ctx context.Context, eng meta.Engine, p string) (meta.Ino, error) {
-	ino := meta.RootIno
-	for _, name := range strings.Split(strings.Trim(path.Clean("/"+p), "/"), "/") {
-		if name == "" {
-			continue
-		}
-		ent, err := eng.Lookup(ctx, ino, name)
-		if err != nil {
-			return 0, fmt.Errorf("quota: %s: %w", p, err)
-		}
-		ino = ent.Ino
+	ino, err := meta.ResolvePath(ctx, eng, p)
+	if err != nil {
+		return 0, fmt.Errorf("quota: %s: %w", p, err)
 	}
 	return ino, nil
 }
 
-// pathOf rebuilds a directory's path through the Parent fields, by
-// finding each directory's name among its parent's entries.
+// pathOf is meta.PathOf's path, "(inode N)" where the chain breaks.
 func pathOf(ctx context.Context, eng meta.Engine, ino meta.Ino) string {
-	var names []string
-	for hops := 0; ino != meta.RootIno && hops < 256; hops++ {
-		a, err := eng.Getattr(ctx, ino)
-		if err != nil {
-			return fmt.Sprintf("(inode %d)", ino)
-		}
-		name, ok := nameIn(ctx, eng, a.Parent, ino)
-		if !ok {
-			return fmt.Sprintf("(inode %d)", ino)
-		}
-		names = append([]string{name}, names...)
-		ino = a.Parent
-	}
-	return "/" + strings.Join(names, "/")
-}
-
-// nameIn finds child's name in directory dir.
-func nameIn(ctx context.Context, eng meta.Engine, dir, child meta.Ino) (string, bool) {
-	after := ""
-	for {
-		ents, err := eng.Readdir(ctx, dir, after, 1000, false)
-		if err != nil || len(ents) == 0 {
-			return "", false
-		}
-		for _, e := range ents {
-			if e.Ino == child {
-				return e.Name, true
-			}
-		}
-		after = ents[len(ents)-1].Name
-	}
+	p, _ := meta.PathOf(ctx, eng, ino)
+	return p
 }
 
 // printQuotas prints one line per quota: usage against limits.

@@ -40,6 +40,7 @@ func TestBackupRestore(t *testing.T) {
 			vol := testutil.NewVolumeWith(t, testutil.VolumeConfig{MetaURL: e.src(t)})
 			m := vol.Mount(t)
 			populate(t, m.Dir)
+			testutil.MustRun(t, "quota", "set", vol.MetaURL, "--path", "/dir", "--capacity", "1G", "--inodes", "1000")
 			dest := filepath.Join(vol.Dir, "dest")
 
 			// Full backups while a writer updates files in a known order:
@@ -90,6 +91,7 @@ func TestBackupRestore(t *testing.T) {
 				t.Errorf("restore into the backup's own directory: exit %d, %s", res.Code, res.Stderr)
 			}
 			testutil.MustRun(t, "restore", "--progress=never", dest+":first", rv.MetaURL, "--bucket", rv.Bucket)
+			checkQuota(t, rv.MetaURL, vol.MetaURL)
 			rm := rv.Mount(t)
 			compareTrees(t, want, tree(t, rm.Dir))
 			must(t, os.WriteFile(rm.Path("new-after-restore"), []byte("writable"), 0o644))
@@ -101,6 +103,7 @@ func TestBackupRestore(t *testing.T) {
 			lv := testutil.NewUnformatted(t, e.dst(t))
 			lv.Bucket = filepath.Join(lv.Dir, "restored")
 			testutil.MustRun(t, "restore", "--progress=never", dest+":live", lv.MetaURL, "--bucket", lv.Bucket)
+			checkQuota(t, lv.MetaURL, vol.MetaURL)
 			lm := lv.Mount(t)
 			checkPrefix(t, lm.Dir, w)
 			compareTrees(t, withoutWriter(want), withoutWriter(tree(t, lm.Dir)))
@@ -113,6 +116,33 @@ func TestBackupRestore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkQuota checks that the restored volume has the source's quota on
+// /dir: the same limits, and usage recounted over the restored tree (the
+// inodes as in the source, whose files under /dir changed size since but
+// not number; some space).
+func checkQuota(t *testing.T, restored, source string) {
+	t.Helper()
+	got := testutil.MustRun(t, "quota", "get", restored, "--path", "/dir").Stdout
+	if !strings.Contains(got, "/dir") || !strings.Contains(got, "1000") || !strings.Contains(got, "1.0 GiB") {
+		t.Errorf("quota of /dir after restore:\n%s", got)
+	}
+	src := testutil.MustRun(t, "quota", "get", source, "--path", "/dir").Stdout
+	if inodes(got) != inodes(src) || strings.Contains(got, " 0 B ") {
+		t.Errorf("quota usage after restore:\n%s\nsource:\n%s", got, src)
+	}
+}
+
+// inodes is the INODES column of a quota line (USED and CAPACITY are
+// two words each: "1.2 MiB").
+func inodes(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) < 7 {
+		return out
+	}
+	return f[5]
 }
 
 // populate writes a small tree of every common kind, with files of
