@@ -89,6 +89,11 @@
 // the sealed dump of an encrypted volume. The block index names only
 // slice ids and sizes, which the block keys show anyway: it is not sealed.
 //
+// Directory quotas are not in the dump (a tree dump leaves them behind,
+// kvmeta/dumptree.go): the manifest lists those of the tree by path and
+// limits, read after the tree, and Restore sets them again, which counts
+// their usage over the restored tree.
+//
 // Restore never writes into the backup's store: it copies the blocks to a
 // new bucket, then restores the dump into an empty engine with its
 // settings pointing at that bucket and a new uuid, written last (an
