@@ -21,7 +21,12 @@
 // enumerates a slice's keys from (id, Size) alone, and a reader detects a
 // short or oversized object without a Head. Keys are never reused (slice
 // ids are unique), and objects are never overwritten: a crash leaves at
-// worst unreferenced objects, which gc collects, never a torn one.
+// worst unreferenced objects, which gc collects, never a torn one that a
+// slice refers to. Because a block's key is fresh and nothing refers to
+// it before its Put returns, blocks are put with object.WithFreshKey: a
+// file store writes them in place (no temporary file and rename, one
+// journal commit fewer per fsync), and a crash mid-Put may leave a partial
+// object under its key, unreferenced, which gc collects the same way.
 //
 // # Write path
 //

@@ -103,8 +103,12 @@ func (w *Writer) sliceID(s *slice) (meta.SliceID, error) {
 // kept and uploaded again by a later Flush (retryFailed). The error names
 // the key. readSoon marks objects likely to be read back soon
 // (object.WithReadSoon).
+//
+// Block keys are fresh (object.WithFreshKey): slice ids are never reused
+// and the engine names a block only after its Put, so a file store writes
+// it in place, without a temporary file and rename.
 func (s *Store) put(key string, newReader func() io.Reader, size int, readSoon bool) error {
-	ctx := s.ctx
+	ctx := object.WithFreshKey(s.ctx)
 	if readSoon {
 		ctx = object.WithReadSoon(ctx)
 	}

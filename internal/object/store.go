@@ -38,8 +38,10 @@ type Store interface {
 	Get(ctx context.Context, key string, off, limit int64) (io.ReadCloser, error)
 	// Put stores size bytes from r as key, atomically: afterwards readers
 	// see the whole new object or, if Put failed, nothing new; never part
-	// of it. When Put returns nil the object is durable (with a
-	// SyncBatch in ctx, once the batch's Sync returns nil).
+	// of it (with WithFreshKey in ctx, a key nobody reads meanwhile, a
+	// store may write in place instead). When Put returns nil the object
+	// is durable (with a SyncBatch in ctx, once the batch's Sync returns
+	// nil).
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	// Delete removes key. Deleting an absent key returns nil.
 	Delete(ctx context.Context, key string) error
@@ -93,5 +95,28 @@ func WithReadSoon(ctx context.Context) context.Context {
 // ReadSoon reports whether ctx carries WithReadSoon.
 func ReadSoon(ctx context.Context) bool {
 	v, _ := ctx.Value(readSoonKey{}).(bool)
+	return v
+}
+
+// freshKeyKey marks a Put context with WithFreshKey.
+type freshKeyKey struct{}
+
+// WithFreshKey returns a context for a Put of a key that no object ever
+// had and that nobody reads or puts concurrently until this Put returns
+// nil: the data layer's block keys, whose slice ids are never reused and
+// which the engine names only after their Put. A store may then write the
+// object in place instead of atomically (the file store skips its
+// temporary file and rename): a Put that fails or is cut short by a crash
+// may leave a part of the object under the key, which nothing references
+// and gc collects like any block whose commit never came. A Put that
+// returns nil is as durable as any other. It is a hint, as WithReadSoon
+// is; stores whose Puts are atomic anyway ignore it.
+func WithFreshKey(ctx context.Context) context.Context {
+	return context.WithValue(ctx, freshKeyKey{}, true)
+}
+
+// FreshKey reports whether ctx carries WithFreshKey.
+func FreshKey(ctx context.Context) bool {
+	v, _ := ctx.Value(freshKeyKey{}).(bool)
 	return v
 }

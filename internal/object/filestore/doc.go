@@ -11,6 +11,13 @@
 //     object.SyncBatch writes through the page cache and leaves the
 //     fsyncs of the file and its directory to the batch's Sync: until
 //     then a crash may also leave the new object incomplete.
+//   - A Put with object.WithFreshKey (data blocks) of a key with no object
+//     writes the object in place and returns once it is durable (the file
+//     fdatasynced, its directory fsynced beside it): no temporary file,
+//     no rename, one journal commit instead of two (fresh.go). A failed
+//     one removes what it wrote; a crash may leave a part of the object
+//     under the key, which nothing references. A key that has an object
+//     takes the atomic path above.
 //   - Temporary files are named ".shoal-tmp-<random>"; O_EXCL creation makes
 //     names unique, List never shows them, and keys may not contain a path
 //     segment starting with that prefix. RemoveStaleTemp deletes leftovers.

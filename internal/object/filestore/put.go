@@ -37,13 +37,18 @@ func (s *Store) put(ctx context.Context, path string, r io.Reader, size int64) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	batch := object.SyncBatchOf(ctx)
+	if batch == nil && object.FreshKey(ctx) {
+		if exists, err := s.putFresh(ctx, path, r, size); !exists {
+			return err
+		}
+	}
 	dir := filepath.Dir(path)
-	f, err := s.createTemp(dir)
+	f, err := s.create(dir, func() (*os.File, error) { return os.CreateTemp(dir, tmpPrefix+"*") })
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	batch := object.SyncBatchOf(ctx)
 	if err := writeSync(ctx, f, r, size, batch == nil); err != nil {
 		os.Remove(tmp)
 		return err
@@ -55,7 +60,7 @@ func (s *Store) put(ctx context.Context, path string, r io.Reader, size int64) e
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		if errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.EEXIST) || errors.Is(err, syscall.ENOTEMPTY) {
-			return fmt.Errorf("%s is a directory (a key cannot be another key's directory): %w", path, ErrInvalidKey)
+			return errKeyIsDir(path)
 		}
 		return err
 	}
@@ -67,15 +72,21 @@ func (s *Store) put(ctx context.Context, path string, r io.Reader, size int64) e
 	return syncDir(dir)
 }
 
-// createTemp makes a temporary file in dir, creating dir as needed. It
-// retries when a concurrent Delete prunes dir in between.
-func (s *Store) createTemp(dir string) (*os.File, error) {
+// errKeyIsDir is the error for a Put whose key names a directory.
+func errKeyIsDir(path string) error {
+	return fmt.Errorf("%s is a directory (a key cannot be another key's directory): %w", path, ErrInvalidKey)
+}
+
+// create makes a file in dir with open (a temporary file, or the object
+// itself), creating dir as needed. It retries when a concurrent Delete
+// prunes dir in between.
+func (s *Store) create(dir string, open func() (*os.File, error)) (*os.File, error) {
 	var err error
 	for i := 0; i < putAttempts; i++ {
 		err = s.ensureDir(dir)
 		if err == nil {
 			var f *os.File
-			if f, err = os.CreateTemp(dir, tmpPrefix+"*"); err == nil {
+			if f, err = open(); err == nil {
 				return f, nil
 			}
 		}
@@ -128,10 +139,7 @@ func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64, durable
 	defer copyBufs.Put(bufp)
 	err := copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, durable && !object.ReadSoon(ctx))
 	if err == nil {
-		var one [1]byte
-		if m, _ := io.ReadFull(r, one[:]); m > 0 {
-			err = fmt.Errorf("reader has more than %d bytes", size)
-		}
+		err = drained(r, size)
 	}
 	switch {
 	case err == nil && durable:
@@ -145,6 +153,15 @@ func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64, durable
 		err = cerr
 	}
 	return err
+}
+
+// drained fails if r, from which size bytes were read, has more.
+func drained(r io.Reader, size int64) error {
+	var one [1]byte
+	if m, _ := io.ReadFull(r, one[:]); m > 0 {
+		return fmt.Errorf("reader has more than %d bytes", size)
+	}
+	return nil
 }
 
 // copyDirect copies size bytes from r to f through buf, with O_DIRECT

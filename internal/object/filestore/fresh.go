@@ -1,0 +1,108 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"shoal/internal/object"
+)
+
+// In-place Puts of fresh keys (object.WithFreshKey).
+//
+// A Put normally writes a temporary file, fsyncs it, renames it over the
+// key and fsyncs the directory, so that readers see the old object or the
+// new one, never a part of it. On ext4 that is two journal commits and two
+// cache flushes (the create and the write, then the rename), which was most
+// of what an fsync(2) of a 4 KiB change through a mount cost: 0.9 ms of the
+// mount's 1.9 ms, against 0.3–0.6 ms for the same fsync on the local disk.
+//
+// A data block's key is fresh: no object ever had it, and nobody reads it
+// before the engine names it, which is after Put returns. Its object is
+// therefore created under its own name, written, and made durable by
+//
+//   - fdatasync of the file: its bytes and the size that reads need;
+//   - fsync of its directory, for the new entry: POSIX promises nothing
+//     about a new file's name from the file's own fsync. It runs beside the
+//     fdatasync, started once the bytes are written: on a journaling file
+//     system both wait for the same journal commit, which holds the create
+//     and the write, so the name costs neither a commit nor a cache flush
+//     of its own (measured on ext4: create+write+fdatasync 0.48–1.1 ms,
+//     with the directory fsync after it 0.69–1.4 ms, beside it 0.5–1.1 ms;
+//     the temporary file and rename 0.88–1.5 ms).
+//
+// Both return before Put does, and the engine commit that names the
+// object comes after Put: a crash can never leave a committed slice whose
+// block is missing or short. A crash or failure during the Put leaves at
+// worst a part of the object under its key, unreferenced: gc collects it
+// like any block whose commit never came (fsck counts it as leaked), and
+// a failed Put removes it. The file is created with O_EXCL: should the
+// key exist after all (the leftover of a failed Put whose removal failed
+// too), the Put takes the ordinary path, which replaces it atomically as
+// before, rather than write into a file someone might be reading.
+//
+// A Put with an object.SyncBatch is not durable on return anyway and keeps
+// the ordinary path (its objects are read by others before the batch's
+// sync: a backup's copies are atomic).
+
+// testHookSynced, if set, is told of each successful sync of a fresh Put:
+// the object's path, and its directory's.
+var testHookSynced func(path string)
+
+// putFresh stores a fresh key's object in place (see above). It reports
+// exists, having read nothing from r, if the key has an object already.
+func (s *Store) putFresh(ctx context.Context, path string, r io.Reader, size int64) (exists bool, err error) {
+	dir := filepath.Dir(path)
+	f, err := s.create(dir, func() (*os.File, error) {
+		return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	})
+	switch {
+	case errors.Is(err, os.ErrExist):
+		if fi, serr := os.Lstat(path); serr == nil && fi.IsDir() {
+			return false, errKeyIsDir(path)
+		}
+		return true, nil
+	case errors.Is(err, syscall.EISDIR):
+		return false, errKeyIsDir(path)
+	case err != nil:
+		return false, err
+	}
+	bufp := copyBufs.Get().(*[]byte)
+	err = copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, !object.ReadSoon(ctx))
+	copyBufs.Put(bufp)
+	if err == nil {
+		err = drained(r, size)
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		dirSynced := make(chan error, 1)
+		go func() {
+			err := syncDir(dir)
+			if err == nil && testHookSynced != nil {
+				testHookSynced(dir)
+			}
+			dirSynced <- err
+		}()
+		err = unix.Fdatasync(int(f.Fd()))
+		if err == nil && testHookSynced != nil {
+			testHookSynced(path)
+		}
+		if derr := <-dirSynced; err == nil {
+			err = derr
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return false, err
+}
