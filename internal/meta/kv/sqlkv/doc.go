@@ -17,8 +17,13 @@
 // Reads go to the database as they happen. Writes do too in SQLite; in
 // PostgreSQL they are buffered and sent as one array upsert and one array
 // delete before the next read and before commit (batch.go), which saves a
-// network round trip per write. Either way the database gives
-// read-your-writes, rollback and ordering; Tx keeps the first error and
+// network round trip per write. PostgreSQL also pipelines (pgpool.go):
+// BEGIN travels with the first read, the writes with COMMIT, so an
+// operation costs one round trip per dependent read plus one, and a
+// transaction that does not commit is rolled back in the background.
+// Either way the database gives read-your-writes, rollback and ordering
+// (the server runs pipelined statements in order and stops at the first
+// error); Tx keeps the first error and
 // reports it from every later call and from the transaction. Scan
 // reads pages of 256 rows with
 //
@@ -36,7 +41,9 @@
 // that never clears (another process holding the SQLite lock), which also
 // wraps kv.ErrConflict. A COMMIT whose connection
 // broke has an unknown outcome, so it is not retried (running fn twice
-// could apply it twice): the caller gets meta.ErrUnavailable at once. View
+// could apply it twice): the caller gets meta.ErrUnavailable at once,
+// unless nothing of it was sent (a pooled connection found broken), which
+// is retried. View
 // transactions refuse Set and Delete (the transaction then fails).
 //
 // # SQLite
@@ -53,8 +60,8 @@
 // pool of query_only connections and run beside the writer (WAL readers
 // see the snapshot of their first read). Statements are prepared once per
 // connection. Other processes using the same file are handled by
-// busy_timeout and then the retry loop. PostgreSQL goes through
-// database/sql and pgx (pool.go).
+// busy_timeout and then the retry loop. PostgreSQL goes through pgx's
+// own pool, not database/sql (pgpool.go).
 //
 // # PostgreSQL
 //

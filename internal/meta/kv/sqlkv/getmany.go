@@ -10,12 +10,27 @@ import (
 // request repeats its last key to fill the prepared statement.
 const getManyBatch = 64
 
+// getManyFew is how many keys SQLite reads one by one rather than in one
+// query: an operation's handful (a parent and an entry, say).
+const getManyFew = 4
+
 var _ kv.MultiGetter = (*tx)(nil)
 
 // GetMany implements kv.MultiGetter: one query per getManyBatch keys
 // instead of one per key (a readdir page's attributes, say).
 func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
 	out := make([][]byte, len(keys))
+	if !t.batching && len(keys) <= getManyFew {
+		// No network: a few point reads cost less than one IN query.
+		for i, k := range keys {
+			v, err := t.Get(k)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
 	for start := 0; start < len(keys); start += getManyBatch {
 		if err := t.getBatch(keys[start:min(len(keys), start+getManyBatch)], out[start:]); err != nil {
 			return nil, err

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
@@ -27,7 +27,6 @@ import (
 // operations, few enough to share a server among many mounts.
 const (
 	pgMaxConns    = 16
-	pgIdleConns   = 8
 	pgIdleTimeout = 5 * time.Minute
 )
 
@@ -61,15 +60,25 @@ func (d *pgDialect) hostPort() string {
 }
 
 func (d *pgDialect) open(ctx context.Context) (pool, error) {
-	db := stdlib.OpenDB(*d.cfg)
-	db.SetMaxOpenConns(pgMaxConns)
-	db.SetMaxIdleConns(pgIdleConns)
-	db.SetConnMaxIdleTime(pgIdleTimeout)
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
+	cfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, fmt.Errorf("sqlkv: postgres pool: %w", err)
+	}
+	cfg.ConnConfig = d.cfg
+	cfg.MaxConns = pgMaxConns
+	cfg.MinConns = 0
+	cfg.MaxConnIdleTime = pgIdleTimeout
+	db, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = db.Ping(ctx)
+	}
+	if err != nil {
+		if db != nil {
+			db.Close()
+		}
 		return nil, d.connectError(err)
 	}
-	return &sqlPool{db: db, opts: d.txOptions}, nil
+	return &pgPool{db: db}, nil
 }
 
 // connectError explains a failed first connection.
@@ -90,10 +99,6 @@ func (d *pgDialect) connectError(err error) error {
 		return fmt.Errorf("sqlkv: cannot connect to PostgreSQL: is the server running at %s? %w (%w)", d.hostPort(), meta.ErrUnavailable, err)
 	}
 	return fmt.Errorf("sqlkv: %s: connect: %w", d.name(), err)
-}
-
-func (d *pgDialect) txOptions(readOnly bool) *sql.TxOptions {
-	return &sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: readOnly}
 }
 
 // pgExclusiveIdle bounds how long an Exclusive transaction may sit idle

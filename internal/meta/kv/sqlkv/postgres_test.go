@@ -203,6 +203,13 @@ func TestPostgresBackendsTerminated(t *testing.T) {
 	if err := s.Txn(ctx, increment(k)); err != nil {
 		t.Fatalf("Txn after the backends were terminated: %v", err)
 	}
+	// A transaction that only writes sends BEGIN, its writes and COMMIT
+	// at once (pgpool.go): refused at BEGIN, it surely did not commit,
+	// and is retried.
+	terminate()
+	if err := s.Txn(ctx, func(tx kv.Tx) error { tx.Set([]byte("blind"), []byte("w")); return nil }); err != nil {
+		t.Fatalf("write-only Txn after the backends were terminated: %v", err)
+	}
 	runs := 0
 	err = s.Txn(ctx, func(tx kv.Tx) error {
 		runs++
