@@ -19,8 +19,7 @@
 // delete before the next read and before commit (batch.go), which saves a
 // network round trip per write. PostgreSQL also pipelines (pgpool.go):
 // BEGIN travels with the first read, the writes with COMMIT, so an
-// operation costs one round trip per dependent read plus one, and a
-// transaction that does not commit is rolled back in the background.
+// operation costs one round trip per dependent read plus one.
 // Either way the database gives read-your-writes, rollback and ordering
 // (the server runs pipelined statements in order and stops at the first
 // error); Tx keeps the first error and

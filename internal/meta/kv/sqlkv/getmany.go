@@ -6,8 +6,9 @@ import (
 	"shoal/internal/meta/kv"
 )
 
-// getManyBatch is how many keys one GetMany query asks for; a shorter
-// request repeats its last key to fill the prepared statement.
+// getManyBatch is how many keys one GetMany query asks for. PostgreSQL
+// passes them as one array; SQLite's statement has getManyBatch
+// placeholders, and a shorter request repeats its last key to fill them.
 const getManyBatch = 64
 
 // getManyFew is how many keys SQLite reads one by one rather than in one
@@ -44,9 +45,14 @@ func (t *tx) getBatch(keys [][]byte, out [][]byte) error {
 	if t.err != nil || t.flush() != nil {
 		return t.err
 	}
-	args := make([]any, getManyBatch)
-	for i := range args {
-		args[i] = keys[min(i, len(keys)-1)]
+	var args []any
+	if t.batching { // the dialect's array query (batchQueries)
+		args = []any{keys}
+	} else {
+		args = make([]any, getManyBatch)
+		for i := range args {
+			args[i] = keys[min(i, len(keys)-1)]
+		}
 	}
 	err := t.c.query(stmtGetMany, args, func(cols [][]byte) error {
 		k, v := cols[0], cols[1]

@@ -24,12 +24,6 @@ import (
 // skipped up to the Sync), which is then reported by the call that sent
 // the queue: a failed write by the next read or by commit. Statements are
 // prepared once per connection by pgx's statement cache.
-//
-// A transaction that ends without committing (fn failed, or a lookup
-// found nothing) is rolled back in the background: its answer does not
-// depend on the ROLLBACK, which only frees the connection. The pool takes
-// the connection back once it is idle (pgxpool destroys one returned
-// inside a transaction), and close waits for it.
 
 // pgBegin and pgBeginRO begin Txn and View transactions (see the package
 // doc for SERIALIZABLE).
@@ -38,8 +32,8 @@ const (
 	pgBeginRO = "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"
 )
 
-// pgRollbackTimeout bounds a background ROLLBACK on a server that stopped
-// answering; the connection is then closed, which rolls back too.
+// pgRollbackTimeout bounds a ROLLBACK on a server that stopped answering;
+// the connection is then closed, which rolls back too.
 const pgRollbackTimeout = 30 * time.Second
 
 // errRolledBack is a COMMIT the server answered with ROLLBACK: the
@@ -86,8 +80,7 @@ func (p *pgPool) query(ctx context.Context, i int, args []any, fn func(cols [][]
 	return eachPgRow(rows, fn)
 }
 
-// close waits for every connection to come back (background rollbacks
-// included), then closes them.
+// close closes the pool's connections.
 func (p *pgPool) close() error {
 	p.db.Close()
 	return nil
@@ -239,23 +232,20 @@ func (c *pgConn) end() {
 	c.pc.Release()
 }
 
-// rollback ends an uncommitted transaction in the background (see above).
+// rollback ends an uncommitted transaction: ROLLBACK, unless nothing was
+// sent. (Sending it in the background, to answer sooner, measured slower:
+// the next transaction then needs another connection.)
 func (c *pgConn) rollback() {
 	if c.ended {
 		return
 	}
 	c.ended = true
-	if !c.sent {
-		c.pc.Release()
-		return
-	}
-	pc := c.pc
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), pgRollbackTimeout)
+	if c.sent {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), pgRollbackTimeout)
 		defer cancel()
-		if _, err := pc.Exec(ctx, "ROLLBACK"); err != nil {
-			_ = pc.Conn().Close(ctx)
+		if _, err := c.pc.Exec(ctx, "ROLLBACK"); err != nil {
+			_ = c.pc.Conn().Close(ctx) // the pool then drops it
 		}
-		pc.Release()
-	}()
+	}
+	c.pc.Release()
 }

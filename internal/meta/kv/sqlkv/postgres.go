@@ -48,7 +48,29 @@ func newPostgres(u *url.URL) (*pgDialect, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlkv: malformed postgres META-URL: %w", err)
 	}
+	for name, value := range pgSettings {
+		if _, set := cfg.RuntimeParams[name]; !set {
+			cfg.RuntimeParams[name] = value
+		}
+	}
 	return &pgDialect{cfg: cfg, exclusiveIdle: pgExclusiveIdle}, nil
+}
+
+// pgSettings are the session settings of Shoal's connections (a META-URL
+// parameter of the same name wins). Every statement reads shoal_kv by
+// its primary key, and under SERIALIZABLE the plan decides what a
+// transaction conflicts with: an index scan takes predicate locks on the
+// keys (index pages) it reads, a sequential scan one on the whole table,
+// and a bitmap heap scan on the heap pages, so that a transaction
+// touching two keys through an array (GetMany, the batched writes) of a
+// small table, where the planner prefers those scans, would conflict
+// with every concurrent writer and be retried. Index scans only, then,
+// with plans made once per prepared statement (generic: the array's
+// length does not change the plan).
+var pgSettings = map[string]string{
+	"enable_seqscan":    "off",
+	"enable_bitmapscan": "off",
+	"plan_cache_mode":   "force_generic_plan",
 }
 
 func (d *pgDialect) name() string {
@@ -183,10 +205,12 @@ func (d *pgDialect) rebind(query string) string {
 }
 
 // batchQueries: a transaction's writes are sent as (at most) one upsert
-// and one delete over arrays, saving a round trip per write.
-func (d *pgDialect) batchQueries() (string, string) {
+// and one delete over arrays, saving a round trip per write; GetMany
+// reads an array of keys (exactly those: no padding to a fixed count).
+func (d *pgDialect) batchQueries() (string, string, string) {
 	return "INSERT INTO shoal_kv (k, v) SELECT * FROM unnest(?::bytea[], ?::bytea[]) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
-		"DELETE FROM shoal_kv WHERE k = ANY(?::bytea[])"
+		"DELETE FROM shoal_kv WHERE k = ANY(?::bytea[])",
+		"SELECT k, v FROM shoal_kv WHERE k = ANY(?::bytea[])"
 }
 
 // schema: bytea compares bytewise (memcmp), which is the kv key order.
