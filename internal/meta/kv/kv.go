@@ -88,7 +88,8 @@ func GetMany(tx Tx, keys [][]byte) ([][]byte, error) {
 
 // PointReader is implemented by stores that read one key cheaper outside
 // an explicit transaction: one statement instead of BEGIN, SELECT and
-// COMMIT (three cgo calls for SQLite, three round trips for PostgreSQL).
+// COMMIT (three cgo calls for SQLite; two round trips for PostgreSQL,
+// which sends BEGIN with the SELECT).
 // A single read is its own consistent snapshot. It is optional: GetOne
 // falls back to a View.
 type PointReader interface {

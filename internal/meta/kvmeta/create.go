@@ -105,6 +105,9 @@ func checkMknod(req meta.MknodRequest) error {
 }
 
 func (t *txn) mknod(ino meta.Ino, req meta.MknodRequest) (meta.Entry, error) {
+	if err := t.prefetch(nil, dirEntry{req.Parent, req.Name}); err != nil {
+		return meta.Entry{}, err
+	}
 	p, err := t.dirFor(req.Parent, meta.MayExec)
 	if err != nil {
 		return meta.Entry{}, err

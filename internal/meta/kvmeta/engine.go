@@ -159,6 +159,9 @@ type txn struct {
 	claims    []claim                   // cached lists appended to in place
 	paintings map[chunkRef]*painting    // paintings of lists read or written, when known
 	frozenHit bool                      // a frozen inode was changed (frozen.go)
+	// prefetched holds entries read ahead (prefetch), by dentry key,
+	// until their lookup; nil where absent.
+	prefetched map[string][]byte
 }
 
 // chunkRef names one chunk of one file.

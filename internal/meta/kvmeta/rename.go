@@ -103,6 +103,11 @@ func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
 func (t *txn) renameSides(req meta.RenameRequest) (src, dst renameSide, err error) {
 	src = renameSide{parent: req.OldParent, name: req.OldName}
 	dst = renameSide{parent: req.NewParent, name: req.NewName}
+	// Two round trips where the store reads many keys in one: both
+	// parents and entries, then both inodes.
+	if err = t.prefetch(nil, dirEntry{src.parent, src.name}, dirEntry{dst.parent, dst.name}); err != nil {
+		return src, dst, err
+	}
 	for _, s := range []*renameSide{&src, &dst} {
 		if s.dir, err = t.dirFor(s.parent, meta.MayExec); err != nil {
 			return src, dst, err
@@ -111,14 +116,19 @@ func (t *txn) renameSides(req meta.RenameRequest) (src, dst renameSide, err erro
 	if src.ino, _, err = t.lookup(src.parent, src.name); err != nil {
 		return src, dst, err
 	}
-	if src.attr, err = t.attr(src.ino); err != nil {
+	dst.ino, _, err = t.lookup(dst.parent, dst.name)
+	dstFound := err == nil
+	if err != nil && err != syscall.ENOENT {
 		return src, dst, err
 	}
-	dst.ino, _, err = t.lookup(dst.parent, dst.name)
-	switch {
-	case err == syscall.ENOENT:
-		return src, dst, nil
-	case err != nil:
+	inos := []meta.Ino{src.ino}
+	if dstFound {
+		inos = append(inos, dst.ino)
+	}
+	if err = t.prefetch(inos); err != nil {
+		return src, dst, err
+	}
+	if src.attr, err = t.attr(src.ino); err != nil || !dstFound {
 		return src, dst, err
 	}
 	dst.attr, err = t.attr(dst.ino)

@@ -1,9 +1,11 @@
 package kvmeta
 
 import (
+	"slices"
 	"syscall"
 
 	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
 )
 
 // dirLength is the Length a directory reports, as on most local file systems.
@@ -20,6 +22,11 @@ func (t *txn) attr(ino meta.Ino) (*meta.Attr, error) {
 	if err != nil {
 		return nil, err
 	}
+	return t.keepAttr(ino, raw)
+}
+
+// keepAttr decodes ino's attr record raw, as read, into the cache.
+func (t *txn) keepAttr(ino meta.Ino, raw []byte) (*meta.Attr, error) {
 	a, err := attrOf(raw)
 	if err != nil {
 		return nil, err
@@ -115,11 +122,18 @@ func (t *txn) flush() {
 	}
 }
 
-// lookup returns the entry name in parent: ENOENT if absent.
+// lookup returns the entry name in parent: ENOENT if absent. An entry
+// prefetched (prefetch) is taken from there, once.
 func (t *txn) lookup(parent meta.Ino, name string) (meta.Ino, meta.Type, error) {
-	raw, err := t.tx.Get(dentryKey(parent, name))
-	if err != nil {
-		return 0, 0, err
+	key := dentryKey(parent, name)
+	raw, ok := t.prefetched[string(key)]
+	if ok {
+		delete(t.prefetched, string(key))
+	} else {
+		var err error
+		if raw, err = t.tx.Get(key); err != nil {
+			return 0, 0, err
+		}
 	}
 	if raw == nil {
 		return 0, 0, syscall.ENOENT
@@ -152,4 +166,60 @@ func (t *txn) setLength(a *meta.Attr, n uint64) {
 	a.Length = n
 	t.space += spaceOf(a) - before
 	t.charge(a.Parent, spaceOf(a)-before, 0)
+}
+
+// dirEntry names an entry: name in directory parent.
+type dirEntry struct {
+	parent meta.Ino
+	name   string
+}
+
+// prefetch reads, in one round trip where the store can (kv.GetMany),
+// the attributes of inos and of the entries' parents that are not cached
+// yet, and the entries: an operation that changes entries begins with
+// those reads (dirFor, lookup, attr), each of which would otherwise cost
+// a round trip of its own on a networked store. Attributes go to the attr
+// cache; an attr record found absent is left for attr to report. Entries
+// are kept for the lookup that follows, which must come before any write
+// of the same entry in the transaction.
+func (t *txn) prefetch(inos []meta.Ino, entries ...dirEntry) error {
+	var keys [][]byte
+	var attrInos []meta.Ino
+	want := func(ino meta.Ino) {
+		if _, ok := t.attrs[ino]; !ok && !slices.Contains(attrInos, ino) {
+			attrInos = append(attrInos, ino)
+			keys = append(keys, attrKey(ino))
+		}
+	}
+	for _, ino := range inos {
+		want(ino)
+	}
+	for _, e := range entries {
+		want(e.parent)
+	}
+	nAttrs := len(keys)
+	for _, e := range entries {
+		keys = append(keys, dentryKey(e.parent, e.name))
+	}
+	if len(keys) < 2 {
+		return nil // no round trip to save
+	}
+	raws, err := kv.GetMany(t.tx, keys)
+	if err != nil {
+		return err
+	}
+	for i, ino := range attrInos {
+		if raws[i] != nil {
+			if _, err := t.keepAttr(ino, raws[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if t.prefetched == nil {
+		t.prefetched = make(map[string][]byte, len(entries))
+	}
+	for i, k := range keys[nAttrs:] {
+		t.prefetched[string(k)] = raws[nAttrs+i]
+	}
+	return nil
 }

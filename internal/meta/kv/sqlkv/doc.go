@@ -17,9 +17,13 @@
 // Reads go to the database as they happen. Writes do too in SQLite; in
 // PostgreSQL they are buffered and sent as one array upsert and one array
 // delete before the next read and before commit (batch.go), which saves a
-// network round trip per write. Either way the database gives
-// read-your-writes, rollback and ordering; Tx keeps the first error and
-// reports it from every later call and from the transaction. Scan
+// network round trip per write. PostgreSQL also pipelines (pgpool.go):
+// BEGIN travels with the first read, the writes with COMMIT, so an
+// operation costs one round trip per dependent read (GetMany reads many
+// keys in one) plus one. Either way the database gives read-your-writes,
+// rollback and ordering (the server runs pipelined statements in order
+// and stops at the first error); Tx keeps the first error and reports it
+// from every later call and from the transaction. Scan
 // reads pages of 256 rows with
 //
 //	k >= lo AND k < kv.PrefixEnd(prefix) ORDER BY k LIMIT n
@@ -36,7 +40,11 @@
 // that never clears (another process holding the SQLite lock), which also
 // wraps kv.ErrConflict. A COMMIT whose connection
 // broke has an unknown outcome, so it is not retried (running fn twice
-// could apply it twice): the caller gets meta.ErrUnavailable at once. View
+// could apply it twice): the caller gets meta.ErrUnavailable at once,
+// unless it surely did not commit (nothing was sent, or the server refused
+// a statement pipelined ahead of the COMMIT, which it then skipped: BEGIN
+// on a connection whose server process was terminated), which is
+// retried. View
 // transactions refuse Set and Delete (the transaction then fails).
 //
 // # SQLite
@@ -53,8 +61,8 @@
 // pool of query_only connections and run beside the writer (WAL readers
 // see the snapshot of their first read). Statements are prepared once per
 // connection. Other processes using the same file are handled by
-// busy_timeout and then the retry loop. PostgreSQL goes through
-// database/sql and pgx (pool.go).
+// busy_timeout and then the retry loop. PostgreSQL goes through pgx's
+// own pool, not database/sql (pgpool.go).
 //
 // # PostgreSQL
 //
@@ -66,7 +74,10 @@
 // a directory empty could race a create into it. Serializable snapshot
 // isolation catches exactly those read-write dependencies, at the cost of
 // occasional false-positive 40001 failures, which the txn helper retries.
-// Writes are INSERT ... ON CONFLICT (k) DO UPDATE. A META-URL may carry
+// To keep those rare, sessions plan index scans only (pgSettings in
+// postgres.go): a sequential scan would lock the whole table. Pipelining
+// changes nothing here: the statements run in one transaction, in order,
+// exactly as if sent one by one. Writes are INSERT ... ON CONFLICT (k) DO UPDATE. A META-URL may carry
 // libpq parameters (sslmode, search_path to keep several volumes in one
 // database, ...) which pgx passes on. For TLS that means
 // sslmode=verify-full&sslrootcert=CA.pem (plus sslcert= and sslkey= for a

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
@@ -27,7 +27,6 @@ import (
 // operations, few enough to share a server among many mounts.
 const (
 	pgMaxConns    = 16
-	pgIdleConns   = 8
 	pgIdleTimeout = 5 * time.Minute
 )
 
@@ -49,7 +48,29 @@ func newPostgres(u *url.URL) (*pgDialect, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlkv: malformed postgres META-URL: %w", err)
 	}
+	for name, value := range pgSettings {
+		if _, set := cfg.RuntimeParams[name]; !set {
+			cfg.RuntimeParams[name] = value
+		}
+	}
 	return &pgDialect{cfg: cfg, exclusiveIdle: pgExclusiveIdle}, nil
+}
+
+// pgSettings are the session settings of Shoal's connections (a META-URL
+// parameter of the same name wins). Every statement reads shoal_kv by
+// its primary key, and under SERIALIZABLE the plan decides what a
+// transaction conflicts with: an index scan takes predicate locks on the
+// keys (index pages) it reads, a sequential scan one on the whole table,
+// and a bitmap heap scan on the heap pages, so that a transaction
+// touching two keys through an array (GetMany, the batched writes) of a
+// small table, where the planner prefers those scans, would conflict
+// with every concurrent writer and be retried. Index scans only, then,
+// with plans made once per prepared statement (generic: the array's
+// length does not change the plan).
+var pgSettings = map[string]string{
+	"enable_seqscan":    "off",
+	"enable_bitmapscan": "off",
+	"plan_cache_mode":   "force_generic_plan",
 }
 
 func (d *pgDialect) name() string {
@@ -61,15 +82,25 @@ func (d *pgDialect) hostPort() string {
 }
 
 func (d *pgDialect) open(ctx context.Context) (pool, error) {
-	db := stdlib.OpenDB(*d.cfg)
-	db.SetMaxOpenConns(pgMaxConns)
-	db.SetMaxIdleConns(pgIdleConns)
-	db.SetConnMaxIdleTime(pgIdleTimeout)
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
+	cfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, fmt.Errorf("sqlkv: postgres pool: %w", err)
+	}
+	cfg.ConnConfig = d.cfg
+	cfg.MaxConns = pgMaxConns
+	cfg.MinConns = 0
+	cfg.MaxConnIdleTime = pgIdleTimeout
+	db, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = db.Ping(ctx)
+	}
+	if err != nil {
+		if db != nil {
+			db.Close()
+		}
 		return nil, d.connectError(err)
 	}
-	return &sqlPool{db: db, opts: d.txOptions}, nil
+	return &pgPool{db: db}, nil
 }
 
 // connectError explains a failed first connection.
@@ -90,10 +121,6 @@ func (d *pgDialect) connectError(err error) error {
 		return fmt.Errorf("sqlkv: cannot connect to PostgreSQL: is the server running at %s? %w (%w)", d.hostPort(), meta.ErrUnavailable, err)
 	}
 	return fmt.Errorf("sqlkv: %s: connect: %w", d.name(), err)
-}
-
-func (d *pgDialect) txOptions(readOnly bool) *sql.TxOptions {
-	return &sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: readOnly}
 }
 
 // pgExclusiveIdle bounds how long an Exclusive transaction may sit idle
@@ -178,10 +205,12 @@ func (d *pgDialect) rebind(query string) string {
 }
 
 // batchQueries: a transaction's writes are sent as (at most) one upsert
-// and one delete over arrays, saving a round trip per write.
-func (d *pgDialect) batchQueries() (string, string) {
+// and one delete over arrays, saving a round trip per write; GetMany
+// reads an array of keys (exactly those: no padding to a fixed count).
+func (d *pgDialect) batchQueries() (string, string, string) {
 	return "INSERT INTO shoal_kv (k, v) SELECT * FROM unnest(?::bytea[], ?::bytea[]) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
-		"DELETE FROM shoal_kv WHERE k = ANY(?::bytea[])"
+		"DELETE FROM shoal_kv WHERE k = ANY(?::bytea[])",
+		"SELECT k, v FROM shoal_kv WHERE k = ANY(?::bytea[])"
 }
 
 // schema: bytea compares bytewise (memcmp), which is the kv key order.

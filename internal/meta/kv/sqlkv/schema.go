@@ -29,9 +29,10 @@ type dialect interface {
 	// rebind turns ? placeholders into the dialect's.
 	rebind(query string) string
 	// batchQueries returns an upsert of many (key, value) pairs taking a
-	// key array and a value array, and a delete taking a key array; or
-	// "", "" if the dialect runs each write at once.
-	batchQueries() (setMany, deleteMany string)
+	// key array and a value array, a delete taking a key array and a
+	// read of the (k, v) rows of a key array (for GetMany); or "", "", ""
+	// if the dialect runs each write at once.
+	batchQueries() (setMany, deleteMany, getMany string)
 	// schema returns the statements creating the tables if absent, after
 	// serializing concurrent set-ups where the database needs it.
 	schema() []string

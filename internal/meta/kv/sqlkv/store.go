@@ -133,7 +133,11 @@ func (s *Store) init(ctx context.Context) error {
 		return err
 	}
 	all := queries
-	all[stmtSetMany], all[stmtDeleteMany] = s.dialect.batchQueries()
+	var getMany string
+	all[stmtSetMany], all[stmtDeleteMany], getMany = s.dialect.batchQueries()
+	if getMany != "" {
+		all[stmtGetMany] = getMany
+	}
 	for i, q := range all {
 		all[i] = s.dialect.rebind(q)
 	}

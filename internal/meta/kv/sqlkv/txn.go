@@ -88,9 +88,15 @@ func (s *Store) failed(txErr, fnErr error) (kv.Class, error) {
 // commitFailed classifies a failed COMMIT. A conflict rolled the
 // transaction back, so it is retried. A lost connection leaves the outcome
 // unknown: running fn again could apply it twice, so the caller gets
-// ErrUnavailable at once.
+// ErrUnavailable at once, unless the commit is known not to have happened
+// (notCommittedError).
 func (s *Store) commitFailed(err error) (kv.Class, error) {
-	switch s.dialect.classify(err) {
+	class := s.dialect.classify(err)
+	var nc *notCommittedError
+	if errors.As(err, &nc) {
+		return class, s.wrap("commit", err)
+	}
+	switch class {
 	case kv.Conflict:
 		return kv.Conflict, s.wrap("commit", err)
 	case kv.Unavailable:
@@ -102,3 +108,11 @@ func (s *Store) commitFailed(err error) (kv.Class, error) {
 func (s *Store) wrap(op string, err error) error {
 	return fmt.Errorf("sqlkv: %s: %s: %w", s.name, op, err)
 }
+
+// notCommittedError is a failed commit known not to have committed (see
+// pgConn.commit): it is classified like a failure before the commit, so a
+// lost connection is retried.
+type notCommittedError struct{ err error }
+
+func (e *notCommittedError) Error() string { return e.err.Error() }
+func (e *notCommittedError) Unwrap() error { return e.err }
