@@ -65,9 +65,12 @@ func TestProgressWhenSlow(t *testing.T) {
 	writeFile(t, m.Path("f"), randBytes(1, 64<<10), 0o644)
 	m.Unmount(t)
 
+	began := time.Now()
 	quick := testutil.MustRun(t, "fsck", v.MetaURL)
-	if strings.Contains(quick.Stderr, "fsck ") {
-		t.Errorf("a quick fsck shows progress:\n%s", quick.Stderr)
+	// A loaded machine can make even this fsck take a second, when
+	// progress is due: only a run that was quick must show none.
+	if took := time.Since(began); strings.Contains(quick.Stderr, "fsck ") && took < 900*time.Millisecond {
+		t.Errorf("a quick fsck (%v) shows progress:\n%s", took, quick.Stderr)
 	}
 	sl.on.Store(true)
 	defer sl.on.Store(false) // the cleanup lists the bucket too
