@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
 )
 
 // Mknod creates an inode with one transaction of two reads (parent attr,
@@ -105,6 +106,9 @@ func checkMknod(req meta.MknodRequest) error {
 }
 
 func (t *txn) mknod(ino meta.Ino, req meta.MknodRequest) (meta.Entry, error) {
+	if err := kv.Prefetch(t.tx, attrKey(req.Parent), dentryKey(req.Parent, req.Name)); err != nil {
+		return meta.Entry{}, err
+	}
 	p, err := t.dirFor(req.Parent, meta.MayExec)
 	if err != nil {
 		return meta.Entry{}, err

@@ -59,6 +59,9 @@ func (t *txn) removeLast(parent meta.Ino, name string, ino meta.Ino, a *meta.Att
 // caller could not remove it: search permission is checked before the
 // lookup, the rest after.
 func (t *txn) entryToRemove(parent meta.Ino, name string, rmdir bool) (*meta.Attr, meta.Ino, *meta.Attr, error) {
+	if err := t.prefetchEntry(parent, name); err != nil {
+		return nil, 0, nil, err
+	}
 	p, err := t.dirFor(parent, meta.MayExec)
 	if err != nil {
 		return nil, 0, nil, err

@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
 )
 
 // renameSide is one end of a rename: a directory, a name in it, and the
@@ -103,6 +104,10 @@ func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
 func (t *txn) renameSides(req meta.RenameRequest) (src, dst renameSide, err error) {
 	src = renameSide{parent: req.OldParent, name: req.OldName}
 	dst = renameSide{parent: req.NewParent, name: req.NewName}
+	if err := kv.PrefetchFollow(t.tx, followEntry(src.parent, src.name),
+		attrKey(src.parent), attrKey(dst.parent), dentryKey(dst.parent, dst.name)); err != nil {
+		return src, dst, err
+	}
 	for _, s := range []*renameSide{&src, &dst} {
 		if s.dir, err = t.dirFor(s.parent, meta.MayExec); err != nil {
 			return src, dst, err

@@ -4,6 +4,7 @@ import (
 	"syscall"
 
 	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
 )
 
 // dirLength is the Length a directory reports, as on most local file systems.
@@ -113,6 +114,19 @@ func (t *txn) flush() {
 		}
 		t.tx.Set(attrKey(ino), encodeAttrRecord(t.attrs[ino], t.flags[ino], gen))
 	}
+}
+
+// prefetchEntry reads ahead, in one round trip where the store can, what
+// an operation on parent/name reads first: the directory's attributes, the
+// entry and the attributes of the inode it names (kv.PrefetchFollow).
+func (t *txn) prefetchEntry(parent meta.Ino, name string) error {
+	return kv.PrefetchFollow(t.tx, followEntry(parent, name), attrKey(parent))
+}
+
+// followEntry names the attributes of the inode the entry parent/name
+// points to: an entry's value begins with the inode number.
+func followEntry(parent meta.Ino, name string) kv.Follow {
+	return kv.Follow{From: dentryKey(parent, name), Prefix: []byte{kindAttr}, Off: 0, Len: 8}
 }
 
 // lookup returns the entry name in parent: ENOENT if absent.
