@@ -84,7 +84,9 @@
 // Round trips, then: a View of point reads costs one per read round and
 // nothing to commit (kvmeta's Lookup: one, the directory's attributes,
 // the entry and the child's attributes together); a Txn of point reads
-// one per read round plus one (kvmeta's create and unlink: two).
+// one per read round plus one (kvmeta's create and unlink: two). A read of
+// one key outside a transaction (kv.PointReader: kvmeta's Getattr) is one
+// GET on a pooled connection.
 //
 // A consequence of optimism: an attempt that is later discarded may have
 // shown fn a mix of states (a value read before another client's commit,
