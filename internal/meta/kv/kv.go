@@ -86,6 +86,52 @@ func GetMany(tx Tx, keys [][]byte) ([][]byte, error) {
 	return out, nil
 }
 
+// Prefetcher is implemented by transactions for which reading keys one by
+// one costs a round trip each (a network store, Redis): Prefetch reads
+// keys in one round trip and keeps their values for the transaction's
+// later Gets. Callers prefetch the keys they know they will read next,
+// independent of each other. It is optional: elsewhere Prefetch does
+// nothing, and the Gets read as usual.
+type Prefetcher interface {
+	Prefetch(keys ...[]byte) error
+}
+
+// Prefetch reads keys ahead through tx where it is a Prefetcher.
+func Prefetch(tx Tx, keys ...[]byte) error {
+	if p, ok := tx.(Prefetcher); ok {
+		return p.Prefetch(keys...)
+	}
+	return nil
+}
+
+// Follow names a key made from another key's value: Prefix and then the
+// bytes [Off, Off+Len) of the value of From (kvmeta: a directory entry's
+// value begins with the child's inode number, which names the child's
+// attributes).
+type Follow struct {
+	From     []byte
+	Prefix   []byte
+	Off, Len int
+}
+
+// FollowPrefetcher is implemented by Prefetchers that can read, in the
+// same round trip as keys and From, the key that From's value names (a
+// lookup's entry and the child's attributes together). A From that is
+// absent or too short names nothing. It is optional: PrefetchFollow falls
+// back to Prefetch of keys and From.
+type FollowPrefetcher interface {
+	PrefetchFollow(f Follow, keys ...[]byte) error
+}
+
+// PrefetchFollow reads keys, f.From and the key f.From's value names ahead
+// through tx, where tx can.
+func PrefetchFollow(tx Tx, f Follow, keys ...[]byte) error {
+	if p, ok := tx.(FollowPrefetcher); ok {
+		return p.PrefetchFollow(f, keys...)
+	}
+	return Prefetch(tx, append(keys, f.From)...)
+}
+
 // PointReader is implemented by stores that read one key cheaper outside
 // an explicit transaction: one statement instead of BEGIN, SELECT and
 // COMMIT (three cgo calls for SQLite; two round trips for PostgreSQL,

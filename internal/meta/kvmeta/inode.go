@@ -18,6 +18,9 @@ func (e *Engine) Lookup(ctx context.Context, parent meta.Ino, name string) (meta
 		if len(name) > meta.MaxNameLen {
 			return syscall.ENAMETOOLONG
 		}
+		if err := t.prefetchEntry(parent, name); err != nil {
+			return err
+		}
 		if !t.cred.Trusted {
 			if _, err := t.dirFor(parent, meta.MayExec); err != nil {
 				return err

@@ -122,6 +122,46 @@ func (t *txn) flush() {
 	}
 }
 
+// prefetchAhead is prefetch on a kv.Prefetcher: the attributes of inos
+// and of the entries' parents that are not cached yet, the entries, and
+// the inode the first entry names (kv.PrefetchFollow), in one round trip.
+func (t *txn) prefetchAhead(inos []meta.Ino, entries []dirEntry) error {
+	var keys [][]byte
+	for _, ino := range inos {
+		if _, ok := t.attrs[ino]; !ok {
+			keys = append(keys, attrKey(ino))
+		}
+	}
+	for _, e := range entries {
+		if _, ok := t.attrs[e.parent]; !ok {
+			keys = append(keys, attrKey(e.parent))
+		}
+	}
+	if len(entries) == 0 {
+		if len(keys) == 0 {
+			return nil
+		}
+		return kv.Prefetch(t.tx, keys...)
+	}
+	for _, e := range entries[1:] {
+		keys = append(keys, dentryKey(e.parent, e.name))
+	}
+	return kv.PrefetchFollow(t.tx, followEntry(entries[0].parent, entries[0].name), keys...)
+}
+
+// prefetchEntry reads ahead, in one round trip where the store can, what
+// an operation on parent/name reads first: the directory's attributes, the
+// entry and the attributes of the inode it names (kv.PrefetchFollow).
+func (t *txn) prefetchEntry(parent meta.Ino, name string) error {
+	return kv.PrefetchFollow(t.tx, followEntry(parent, name), attrKey(parent))
+}
+
+// followEntry names the attributes of the inode the entry parent/name
+// points to: an entry's value begins with the inode number.
+func followEntry(parent meta.Ino, name string) kv.Follow {
+	return kv.Follow{From: dentryKey(parent, name), Prefix: []byte{kindAttr}, Off: 0, Len: 8}
+}
+
 // lookup returns the entry name in parent: ENOENT if absent. An entry
 // prefetched (prefetch) is taken from there, once.
 func (t *txn) lookup(parent meta.Ino, name string) (meta.Ino, meta.Type, error) {
@@ -182,7 +222,14 @@ type dirEntry struct {
 // cache; an attr record found absent is left for attr to report. Entries
 // are kept for the lookup that follows, which must come before any write
 // of the same entry in the transaction.
+//
+// A store that keeps what it reads ahead itself (kv.Prefetcher: Redis)
+// is asked through prefetchAhead instead, which also reads the attributes
+// of the first entry's inode in the same round trip.
 func (t *txn) prefetch(inos []meta.Ino, entries ...dirEntry) error {
+	if _, ok := t.tx.(kv.Prefetcher); ok {
+		return t.prefetchAhead(inos, entries)
+	}
 	var keys [][]byte
 	var attrInos []meta.Ino
 	want := func(ino meta.Ino) {

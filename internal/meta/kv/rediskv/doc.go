@@ -34,46 +34,66 @@
 // metadata is then served by one master (Cluster buys failover, not
 // sharding), which is what lets every transaction be one MULTI/EXEC.
 //
-// A transaction WATCHes every key it reads, and Redis keeps those WATCHes
-// in memory until EXEC: read big ranges (a dump of a whole volume) in pages
+// A Scan WATCHes the keys it reads, and Redis keeps those WATCHes in
+// memory until EXEC: read big ranges (a dump of a whole volume) in pages
 // over several transactions, or in one Exclusive, which WATCHes nothing.
 //
 // # Transactions
 //
-// Redis has no snapshots, so transactions are optimistic:
+// Redis has no snapshots, so transactions are optimistic, and a point
+// read costs no round trip beyond its own:
 //
-//  1. Txn and View take a dedicated connection. Every read is preceded,
-//     in the same round trip, by a WATCH of each key it depends on: the
-//     value's key for Get; for Scan, the sorted set(s) it ranges over and
-//     then the value keys it returns. One exception saves a round trip: a
-//     transaction's first Get goes without a WATCH. If it stays the only
-//     read it needs no validation (one GET is one consistent state); if
-//     another read follows, that round trip WATCHes and re-reads the key
-//     and a changed value is a conflict; if a commit follows, the commit
-//     script compares the value's SHA-1 before writing anything.
-//  2. Writes are buffered in the transaction (Get and Scan read them
+//  1. Txn and View take a dedicated connection. Point reads (Get,
+//     GetMany, Prefetch) go without a WATCH; each is kept as a check, its
+//     Redis key and the SHA-1 of the value fn was given. Each read round
+//     is one MGET of every check and the new keys: one command, so one
+//     instant of the database. If every check still has its value, all
+//     that fn was given so far is the state at that instant; if one
+//     changed, the read is a conflict. A key read once is served from the
+//     transaction afterwards (kv.Prefetcher: kvmeta fetches a directory's
+//     attributes and an entry together). kv.FollowPrefetcher's round is a
+//     script instead of the MGET (follow.go), which also reads the key
+//     the entry's value names (the child's attributes): also one instant.
+//  2. A Scan WATCHes what it depends on: the sorted set(s) it ranges over
+//     and then the value keys it returns. Its first round also WATCHes
+//     and re-reads the checks (a changed value is a conflict), and from
+//     then on every point read is WATCHed too, before it is read; so are
+//     the checks once there are more than maxChecks (32) of them.
+//  3. Writes are buffered in the transaction (Get and Scan read them
 //     back, merged in key order) and nothing reaches Redis before commit.
-//  3. Commit is MULTI, one EVAL of the commit script (which sets and
-//     deletes the values and keeps the index sets in step), EXEC. EXEC
-//     runs only if no WATCHed key changed since it was read, so every
-//     value the transaction read was still current at the instant EXEC
-//     applied its writes: the transaction is equivalent to running alone
-//     at that instant, which is serializability. A View commits the same
-//     way with a PING instead of the script, so its reads are validated
-//     too (one consistent state, as of its EXEC). A View of one key is a
-//     single GET and needs neither.
-//  4. If EXEC refuses (redis.TxFailedErr), fn runs again from scratch,
-//     with exponential backoff and jitter. So does it after a connection
-//     error, until the retry bound (30 s by default) is spent; then the
-//     error wraps meta.ErrUnavailable. An error during EXEC of a
-//     transaction with writes has an unknown outcome and is returned at
-//     once as meta.ErrUnavailable (running fn twice could apply it twice).
+//  4. Commit: with nothing WATCHed, a transaction without writes (a View,
+//     or a Txn that wrote nothing) is done: its reads were one state, as
+//     of its last MGET. One with writes is one EVALSHA of the commit
+//     script (the text is sent only if the server lacks it), which
+//     compares every check's SHA-1 first and writes only if all hold,
+//     atomically (Redis runs a script alone): the transaction is
+//     equivalent to running alone at that instant, which is
+//     serializability. Once WATCHing, commit is MULTI, the script (or a
+//     PING without writes), EXEC: EXEC runs only if no WATCHed key changed
+//     since it was read (and a check, re-read after its WATCH, was current
+//     then), so every value the transaction read was still current at the
+//     instant EXEC ran.
+//  5. On a conflict (a check that failed, or EXEC refusing:
+//     redis.TxFailedErr), fn runs again from scratch, with exponential
+//     backoff and jitter. So does it after a connection error, until the
+//     retry bound (30 s by default) is spent; then the error wraps
+//     meta.ErrUnavailable. An error during the commit of a transaction
+//     with writes has an unknown outcome and is returned at once as
+//     meta.ErrUnavailable (running fn twice could apply it twice).
+//
+// Round trips, then: a View of point reads costs one per read round and
+// nothing to commit (kvmeta's Lookup: one, the directory's attributes,
+// the entry and the child's attributes together); a Txn of point reads
+// one per read round plus one (kvmeta's create and unlink: two). A read of
+// one key outside a transaction (kv.PointReader: kvmeta's Getattr) is one
+// GET on a pooled connection.
 //
 // A consequence of optimism: an attempt that is later discarded may have
 // shown fn a mix of states (a value read before another client's commit,
 // the next one after it). fn must therefore have no effects besides tx,
-// and an error fn returns is trusted only after its reads validate (an
-// EXEC of a PING); if they were stale, fn runs again.
+// and an error fn returns is trusted only once its reads are known to be
+// one state: at once without WATCHes (the last MGET showed it), else
+// after an EXEC of a PING; if they were stale, fn runs again.
 //
 // # Exclusive
 //

@@ -146,7 +146,7 @@ func (t *tx) values(keys [][]byte) ([]pair, error) {
 		rkeys[i] = t.s.keys.value(k)
 	}
 	var mget *redis.SliceCmd
-	if err := t.pipe(func(p redis.Pipeliner) {
+	if err := t.watchChecks(func(p redis.Pipeliner) {
 		t.watchIn(p, rkeys...)
 		mget = p.MGet(t.ctx, rkeys...)
 	}); err != nil {
@@ -169,7 +169,7 @@ func (t *tx) values(keys [][]byte) ([]pair, error) {
 // (ZRANGEBYLEX syntax).
 func (t *tx) zrange(key, min, max string, n int) ([]string, error) {
 	var cmd *redis.StringSliceCmd
-	err := t.pipe(func(p redis.Pipeliner) {
+	err := t.watchChecks(func(p redis.Pipeliner) {
 		t.watchIn(p, key)
 		cmd = p.ZRangeByLex(t.ctx, key, &redis.ZRangeBy{Min: min, Max: max, Count: int64(n)})
 	})

@@ -96,7 +96,7 @@ func (s *shortSource) expandBatch(n int) ([][]byte, error) {
 	}
 	zkeys := make([]string, len(heads))
 	cmds := make([]*redis.StringSliceCmd, len(heads))
-	err := s.t.pipe(func(p redis.Pipeliner) {
+	err := s.t.watchChecks(func(p redis.Pipeliner) {
 		for i, h := range heads {
 			zkeys[i] = s.t.s.keys.zset(h)
 		}

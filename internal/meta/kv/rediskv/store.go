@@ -160,3 +160,30 @@ func classify(err error) kv.Class {
 	}
 	return kv.Fatal
 }
+
+var _ kv.PointReader = (*Store)(nil)
+
+// GetOne implements kv.PointReader: one GET on a pooled connection (no
+// dedicated one, as a View takes), with View's retry rules. One GET is
+// one state.
+func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	var out []byte
+	err := kv.Retry(ctx, "rediskv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
+		v, err := s.client.Get(ctx, s.keys.value(key)).Bytes()
+		switch {
+		case errors.Is(err, redis.Nil):
+			out = nil
+			return kv.Fatal, nil
+		case err != nil:
+			return classify(err), s.wrap("get", err)
+		case v == nil:
+			v = []byte{}
+		}
+		out = v
+		return kv.Fatal, nil
+	})
+	return out, err
+}

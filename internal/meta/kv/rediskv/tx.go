@@ -5,16 +5,17 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
 	"shoal/internal/meta/kv"
 )
 
-// tx is a kv.Tx over one WATCHing Redis connection. Reads go to Redis
-// after a WATCH of every key they depend on; writes are buffered here and
-// applied by commit. The first error is kept in err and returned by every
-// later call and by the txn helper.
+// tx is a kv.Tx over one dedicated Redis connection. Point reads go out
+// unWATCHed and are checked by value (checks); Scans WATCH what they read;
+// writes are buffered here and applied by commit. The first error is kept
+// in err and returned by every later call and by the txn helper.
 type tx struct {
 	s        *Store
 	ctx      context.Context
@@ -23,19 +24,21 @@ type tx struct {
 	writes   map[string]*write // pending writes by key
 	watched  map[string]bool   // Redis keys WATCHed so far
 	watching bool              // WATCHes are active on the connection
-	rounds   int               // read round trips so far
-	first    *firstRead        // the unWATCHed first Get, until validated
+	checks   []check           // point reads not WATCHed, to check by value
+	read1    map[string][]byte // values read by key (nil: absent), for re-reads
 	token    string            // an Exclusive's freeze token ("": not one)
 	err      error
 }
 
-// firstRead is a transaction's first Get, sent without a WATCH: a
-// transaction whose only read it is needs no validation at all (a View of
-// one key costs one round trip). If more reads follow, the next round trip
-// WATCHes the key and re-reads it (pipe); if it commits writes first, the
-// commit script compares it (commit). Either way a changed value is a
-// conflict.
-type firstRead struct {
+// maxChecks bounds the point reads a transaction checks by value, each
+// read round re-reading them all; past it the next round WATCHes them.
+const maxChecks = 32
+
+// check is a point read sent without a WATCH: the Redis key and the
+// fingerprint of the value fn was given. Every later read round re-reads
+// the checks in the same MGET (one command: one instant), and the commit
+// script compares them before writing; a changed value is a conflict.
+type check struct {
 	rkey string
 	fp   string // fingerprint of the value read
 }
@@ -66,53 +69,154 @@ func (t *tx) fail(err error) error {
 	return t.err
 }
 
-// Get implements kv.Tx: the buffered write if any, else a WATCH and GET
-// in one round trip.
+// Get implements kv.Tx: the buffered write if any, else a point read.
 func (t *tx) Get(key []byte) ([]byte, error) {
+	vals, err := t.GetMany([][]byte{key})
+	if err != nil {
+		return nil, err
+	}
+	return vals[0], nil
+}
+
+var _ kv.MultiGetter = (*tx)(nil)
+
+// GetMany implements kv.MultiGetter: the buffered writes, and the other
+// keys in one round trip (read).
+func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	if w, ok := t.writes[string(key)]; ok {
-		if w.deleted {
-			return nil, nil
+	out := make([][]byte, len(keys))
+	var rkeys []string
+	var at [][]int // out's indexes of each rkey
+	index := map[string]int{}
+	for i, k := range keys {
+		if w, ok := t.writes[string(k)]; ok {
+			if !w.deleted {
+				out[i] = append([]byte{}, w.value...)
+			}
+			continue
 		}
-		return append([]byte{}, w.value...), nil
+		rk := t.s.keys.value(k)
+		if v, ok := t.read1[rk]; ok {
+			if v != nil {
+				out[i] = append([]byte{}, v...)
+			}
+			continue
+		}
+		if j, ok := index[rk]; ok {
+			at[j] = append(at[j], i)
+			continue
+		}
+		index[rk] = len(rkeys)
+		rkeys = append(rkeys, rk)
+		at = append(at, []int{i})
 	}
-	rkey := t.s.keys.value(key)
-	unwatched := t.rounds == 0 && t.token == ""
-	var get *redis.StringCmd
-	err := t.pipe(func(p redis.Pipeliner) {
-		if !unwatched {
-			t.watchIn(p, rkey)
-		}
-		get = p.Get(t.ctx, rkey)
-	})
+	if len(rkeys) == 0 {
+		return out, nil
+	}
+	vals, err := t.read(rkeys)
 	if err != nil {
 		return nil, t.fail(err)
 	}
-	v, present, err := valueOf(get)
-	if err != nil {
-		return nil, t.fail(err)
+	if t.read1 == nil {
+		t.read1 = map[string][]byte{}
 	}
-	if unwatched {
-		t.first = &firstRead{rkey: rkey, fp: fingerprint(v, present)}
+	for j, v := range vals {
+		for _, i := range at[j] {
+			if v != nil {
+				out[i] = append([]byte{}, v...)
+			}
+		}
+		var kept []byte // nil: absent
+		if v != nil {
+			kept = append([]byte{}, v...)
+		}
+		t.read1[rkeys[j]] = kept
 	}
-	return v, nil
+	return out, nil
 }
 
-// valueOf reads a GET reply: nil if absent, non-nil if present.
-func valueOf(get *redis.StringCmd) ([]byte, bool, error) {
-	v, err := get.Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, false, nil
+var _ kv.Prefetcher = (*tx)(nil)
+
+// Prefetch implements kv.Prefetcher: GetMany, whose values later Gets
+// take from read1 (a key read once in a transaction is read from Redis
+// once: its value cannot change without failing the transaction).
+func (t *tx) Prefetch(keys ...[]byte) error {
+	_, err := t.GetMany(keys)
+	return err
+}
+
+// read reads the values of rkeys (nil where absent) in one round trip.
+//
+// Until the transaction WATCHes anything, the round is one MGET of the
+// checks and rkeys: one command, so one instant of the database. If every
+// check still has its value, all that fn was given is the state at that
+// instant, and rkeys become checks too. Once WATCHing (a Scan came first),
+// or past maxChecks, the round WATCHes the checks and rkeys before the
+// MGET: a check unchanged then stays so until EXEC, or EXEC refuses. An
+// Exclusive reads without either (its freeze holds the state still).
+func (t *tx) read(rkeys []string) ([][]byte, error) {
+	if t.token != "" {
+		var mget *redis.SliceCmd
+		if err := t.pipe(func(p redis.Pipeliner) { mget = p.MGet(t.ctx, rkeys...) }); err != nil {
+			return nil, err
+		}
+		vals, _, err := mgetValues(mget, len(rkeys))
+		return vals, err
 	}
+	checked := len(t.checks)
+	all := make([]string, 0, checked+len(rkeys))
+	for _, c := range t.checks {
+		all = append(all, c.rkey)
+	}
+	all = append(all, rkeys...)
+	watch := t.watching || len(all) > maxChecks
+	var mget *redis.SliceCmd
+	if err := t.pipe(func(p redis.Pipeliner) {
+		if watch {
+			t.watchIn(p, all...)
+		}
+		mget = p.MGet(t.ctx, all...)
+	}); err != nil {
+		return nil, err
+	}
+	vals, present, err := mgetValues(mget, len(all))
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	if v == nil {
-		v = []byte{}
+	for i, c := range t.checks {
+		if fingerprint(vals[i], present[i]) != c.fp {
+			return nil, kv.ErrConflict
+		}
 	}
-	return v, true, nil
+	if watch {
+		t.checks = nil
+	} else {
+		for i, rk := range rkeys {
+			t.checks = append(t.checks, check{rkey: rk, fp: fingerprint(vals[checked+i], present[checked+i])})
+		}
+	}
+	return vals[checked:], nil
+}
+
+// mgetValues reads an MGET reply of n keys: nil where absent, non-nil
+// where present.
+func mgetValues(mget *redis.SliceCmd, n int) ([][]byte, []bool, error) {
+	res, err := mget.Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(res) != n {
+		return nil, nil, fmt.Errorf("MGET of %d keys answered %d values", n, len(res))
+	}
+	vals, present := make([][]byte, n), make([]bool, n)
+	for i, r := range res {
+		if s, ok := r.(string); ok {
+			vals[i], present[i] = append([]byte{}, s...), true
+		}
+	}
+	return vals, present, nil
 }
 
 // Set implements kv.Tx.
@@ -150,23 +254,14 @@ func (t *tx) buffer(key []byte, w *write) {
 	t.writes[string(key)] = w
 }
 
-// pipe sends the commands fn queues in one round trip on the WATCHing
-// connection, preceded by the validation of an unWATCHed first read.
-// Replies that are errors (redis.Nil included) are left in their
-// commands; only a transport error, or kv.ErrConflict if the first read
-// went stale, is returned.
+// pipe sends the commands fn queues in one round trip on the
+// connection. Replies that are errors (redis.Nil included) are left in
+// their commands; only a transport error is returned.
 func (t *tx) pipe(fn func(p redis.Pipeliner)) error {
-	first := t.first
-	var recheck *redis.StringCmd
 	cmds, err := t.rtx.Pipelined(t.ctx, func(p redis.Pipeliner) error {
-		if first != nil {
-			t.watchIn(p, first.rkey)
-			recheck = p.Get(t.ctx, first.rkey)
-		}
 		fn(p)
 		return nil
 	})
-	t.rounds++
 	if err != nil && !errors.Is(err, redis.Nil) {
 		for _, c := range cmds {
 			if c.Err() != nil && !errors.Is(c.Err(), redis.Nil) {
@@ -175,16 +270,39 @@ func (t *tx) pipe(fn func(p redis.Pipeliner)) error {
 		}
 		return err
 	}
-	if first != nil {
-		t.first = nil
-		v, present, err := valueOf(recheck)
-		if err != nil {
-			return err
-		}
-		if fingerprint(v, present) != first.fp {
+	return nil
+}
+
+// watchChecks moves the checks under WATCH before a Scan's first round:
+// WATCH them and re-read them, in the round trip of the Scan's first
+// commands (queued by fn); a changed value is a conflict.
+func (t *tx) watchChecks(fn func(p redis.Pipeliner)) error {
+	if len(t.checks) == 0 || t.token != "" {
+		return t.pipe(fn)
+	}
+	rkeys := make([]string, len(t.checks))
+	for i, c := range t.checks {
+		rkeys[i] = c.rkey
+	}
+	var mget *redis.SliceCmd
+	err := t.pipe(func(p redis.Pipeliner) {
+		t.watchIn(p, rkeys...)
+		mget = p.MGet(t.ctx, rkeys...)
+		fn(p)
+	})
+	if err != nil {
+		return err
+	}
+	vals, present, err := mgetValues(mget, len(rkeys))
+	if err != nil {
+		return err
+	}
+	for i, c := range t.checks {
+		if fingerprint(vals[i], present[i]) != c.fp {
 			return kv.ErrConflict
 		}
 	}
+	t.checks = nil
 	return nil
 }
 

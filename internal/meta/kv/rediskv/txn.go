@@ -82,15 +82,33 @@ func (t *tx) finish(fnErr error) (kv.Class, error) {
 	}
 }
 
-// commit validates the WATCHed reads and applies the writes in one
-// MULTI/EXEC. A View (or a Txn that wrote nothing) still runs MULTI/EXEC,
-// with a PING, so EXEC tells whether its reads stayed consistent.
+// commit applies the writes, checking the reads first.
+//
+// With nothing WATCHed (only point reads), every read is a check and all
+// of them were one state as of the last read round: a transaction without
+// writes is done, and one with writes is a single EVALSHA of the commit
+// script, which compares the checks and writes only if all still hold.
+// Once WATCHing (a Scan), the script runs in MULTI/EXEC, with a PING in
+// its place if nothing was written, so that EXEC tells whether the
+// WATCHed reads stayed current.
 func (t *tx) commit() error {
 	if t.token != "" {
 		return t.commitExclusive()
 	}
-	if len(t.writes) == 0 && len(t.watched) == 0 {
-		return nil
+	var args []any
+	if len(t.writes) > 0 {
+		head := []any{t.s.keys.base, "", len(t.checks)}
+		for _, c := range t.checks {
+			head = append(head, c.rkey, c.fp)
+		}
+		args = t.writeArgs(head, t.sortedWrites())
+	}
+	route := []string{t.s.keys.route()}
+	if !t.watching {
+		if len(t.writes) == 0 {
+			return nil
+		}
+		return scriptResult(commitScriptSHA.Run(t.ctx, t.rtx, route, args...))
 	}
 	var eval *redis.Cmd
 	_, err := t.rtx.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
@@ -98,11 +116,7 @@ func (t *tx) commit() error {
 			p.Ping(t.ctx)
 			return nil
 		}
-		head := []any{t.s.keys.base, "", 0}
-		if t.first != nil {
-			head = []any{t.s.keys.base, "", 1, t.first.rkey, t.first.fp}
-		}
-		eval = p.Eval(t.ctx, commitScript, []string{t.s.keys.route()}, t.writeArgs(head, t.sortedWrites())...)
+		eval = p.Eval(t.ctx, commitScript, route, args...)
 		return nil
 	})
 	t.watching = false // EXEC, run or refused, ends every WATCH
@@ -112,6 +126,10 @@ func (t *tx) commit() error {
 	return err
 }
 
+// commitScriptSHA sends commitScript by its SHA-1 (EVALSHA), loading it
+// on the server the first time it is missing there.
+var commitScriptSHA = redis.NewScript(commitScript)
+
 // scriptResult reads commitScript's reply.
 func scriptResult(eval *redis.Cmd) error {
 	n, err := eval.Int()
@@ -119,7 +137,7 @@ func scriptResult(eval *redis.Cmd) error {
 	case err != nil:
 		return err
 	case n == 0:
-		return kv.ErrConflict // the unWATCHed first read went stale
+		return kv.ErrConflict // a check failed: a value read has changed
 	case n == -1:
 		return errFrozen
 	case n == -2:
