@@ -12,7 +12,7 @@ import (
 // Lookup implements fuse.RawFileSystem; a missing name is cached by the
 // kernel for NegativeTimeout.
 func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	e, err := fs.vfs.Lookup(ctx(h), meta.Ino(h.NodeId), name)
 	if err == syscall.ENOENT && fs.opts.NegativeTimeout > 0 {
 		*out = fuse.EntryOut{}
@@ -32,7 +32,7 @@ func (fs *FS) Forget(nodeid, nlookup uint64) {}
 
 // GetAttr implements fuse.RawFileSystem.
 func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	a, err := fs.vfs.Getattr(ctx(&in.InHeader), meta.Ino(in.NodeId))
 	if err != nil {
 		return fs.status("getattr", err)
@@ -44,7 +44,7 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Attr
 
 // SetAttr implements fuse.RawFileSystem.
 func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	a, err := fs.vfs.Setattr(ctx(&in.InHeader), meta.Ino(in.NodeId), setattrRequest(in))
 	if err != nil {
 		return fs.status("setattr", err)
@@ -79,7 +79,7 @@ func setattrRequest(in *fuse.SetAttrIn) vfs.SetattrRequest {
 
 // Mknod implements fuse.RawFileSystem.
 func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if fs.replayedEntry(&in.InHeader, out) {
 		return fuse.OK
 	}
@@ -89,7 +89,7 @@ func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *
 
 // Mkdir implements fuse.RawFileSystem.
 func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if fs.replayedEntry(&in.InHeader, out) {
 		return fuse.OK
 	}
@@ -99,7 +99,7 @@ func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *
 
 // Symlink implements fuse.RawFileSystem.
 func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if fs.replayedEntry(h, out) {
 		return fuse.OK
 	}
@@ -109,7 +109,7 @@ func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name str
 
 // Link implements fuse.RawFileSystem.
 func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if fs.replayedEntry(&in.InHeader, out) {
 		return fuse.OK
 	}
@@ -129,7 +129,7 @@ func (fs *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.S
 
 // Unlink implements fuse.RawFileSystem.
 func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if _, ok := fs.replies.resent(h); ok {
 		return fuse.OK
 	}
@@ -138,7 +138,7 @@ func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse
 
 // Rmdir implements fuse.RawFileSystem.
 func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if _, ok := fs.replies.resent(h); ok {
 		return fuse.OK
 	}
@@ -147,7 +147,7 @@ func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.
 
 // Rename implements fuse.RawFileSystem (rename(2) and renameat2(2)).
 func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if _, ok := fs.replies.resent(&in.InHeader); ok {
 		return fuse.OK
 	}
