@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The kernel asks for attributes with every page of a listing
+// (readdirplus), and the mount answers several of its requests from one
+// engine read of a page of entries. These tests hold that sharing to what
+// a fresh read would give.
+
+// listingDir makes dir with n empty files f0000...
+func listingDir(t *testing.T, dir string, n int) {
+	t.Helper()
+	ok(t, os.Mkdir(dir, 0o755), "mkdir")
+	for i := 0; i < n; i++ {
+		writeFile(t, fmt.Sprintf("%s/f%04d", dir, i), nil, 0o644)
+	}
+}
+
+// startListing opens dir and reads its first small batch of entries: the
+// mount reads a page of entries with attributes, more than the batch.
+func startListing(t *testing.T, dir string) int {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	ok(t, err, "open dir")
+	t.Cleanup(func() { unix.Close(fd) })
+	buf := make([]byte, 2048)
+	if n, err := unix.Getdents(fd, buf); err != nil || n == 0 {
+		t.Fatalf("getdents: %d %v", n, err)
+	}
+	return fd
+}
+
+// finishListing reads the rest of the listing.
+func finishListing(t *testing.T, fd int) {
+	t.Helper()
+	buf := make([]byte, 2048)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		ok(t, err, "getdents")
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// TestListingAfterAppend: a file appended to on this mount while a listing
+// is under way keeps its new size; the rest of the listing must not bring
+// back the size read with the listing's first page (the kernel takes what
+// a readdirplus reply says as news, and O_APPEND writes at it).
+func TestListingAfterAppend(t *testing.T) {
+	m := mountFresh(t)
+	dir := m.Path("d")
+	listingDir(t, dir, 600)
+	fd := startListing(t, dir)
+	target := m.Path("d", "f0500")
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_APPEND, 0)
+	ok(t, err, "open")
+	_, err = f.Write([]byte("hello"))
+	ok(t, err, "append")
+	ok(t, f.Close(), "close")
+	finishListing(t, fd)
+	if st := stat(t, target); st.Size != 5 {
+		t.Fatalf("size after the listing went on: %d, want 5", st.Size)
+	}
+}
+
+// TestListingAgeBound: another mount's change shows here within the
+// attribute timeout (1 s) of its close, even through a listing that began
+// before it: attributes read for the listing's first page that answer its
+// later pages are cached by the kernel only for what is left of the
+// timeout since they were read, not for a fresh one.
+func TestListingAgeBound(t *testing.T) {
+	a, b := twoMounts(t)
+	dir := a.Path("d")
+	listingDir(t, dir, 600)
+	fd := startListing(t, dir)
+	writeFile(t, b.Path("d", "f0500"), []byte("hello"), 0o644)
+	closed := time.Now()
+	time.Sleep(300 * time.Millisecond)
+	finishListing(t, fd)
+	time.Sleep(time.Until(closed.Add(1100 * time.Millisecond)))
+	if st := stat(t, a.Path("d", "f0500")); st.Size != 5 {
+		t.Fatalf("size 1.1 s after the other mount's close: %d, want 5", st.Size)
+	}
+}
