@@ -32,6 +32,25 @@ type dirStream struct {
 	readAt   time.Time // when the page's read began
 	plusPage int       // entries per page with attributes, for this request
 	small    bool      // a change dropped the last attribute page: read kernel-sized ones
+	reuse    time.Duration
+	ahead    *aheadPage // the next page, being read in the background
+}
+
+// aheadPage is a page read in the background while the kernel consumes
+// the one before (see nextPage).
+type aheadPage struct {
+	after string        // the page starts after this name
+	size  int           // entries asked for
+	ready chan struct{} // closed when the fields below are set
+	read  readPage
+}
+
+// readPage is one engine read of a page.
+type readPage struct {
+	page []meta.DirEntry
+	gen  uint64    // FS.changes before the read
+	at   time.Time // when the read began
+	err  error
 }
 
 // Opendir opens a directory for reading.
@@ -110,7 +129,7 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, reuse t
 			d.small = false
 		}
 	}
-	d.plusPage = plusN
+	d.plusPage, d.reuse = plusN, reuse
 	if reuse <= 0 {
 		d.small = true
 	}
@@ -175,10 +194,11 @@ func (fs *FS) fill(ctx context.Context, d *dirStream, off uint64, plus bool) err
 	return fs.nextPage(ctx, d, plus)
 }
 
-// nextPage reads the page after d's window. Attributes come with this
-// mount's pending writes as they were before the engine was read, and the
-// change count and time taken before it: a later change or age then drops
-// the page's attributes, never an earlier one.
+// nextPage reads the page after d's window. A page with attributes that
+// may serve later requests starts the read of the one after it in the
+// background, which the next call takes if nothing changed since that
+// read began and it is young enough: the kernel consumes one page while
+// the engine reads the next.
 func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 	after, size := d.before, readdirPage
 	if n := len(d.page); n > 0 {
@@ -187,22 +207,49 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 	if plus && d.small {
 		size = max(d.plusPage, 1)
 	}
+	var r readPage
+	if a := d.ahead; a != nil && plus && a.after == after && a.size == size {
+		<-a.ready
+		r = a.read
+		if r.err != nil || r.gen != fs.changes.Load() || time.Since(r.at) >= d.reuse {
+			r = fs.readPage(ctx, d.ino, after, size, plus)
+		}
+	} else {
+		r = fs.readPage(ctx, d.ino, after, size, plus)
+	}
+	d.ahead = nil
+	if r.err != nil {
+		return r.err
+	}
+	d.start += uint64(len(d.page))
+	d.before, d.page, d.done, d.withAttr = after, r.page, len(r.page) < size, plus
+	d.gen, d.readAt = r.gen, r.at
+	if plus && !d.small && d.reuse > 0 && !d.done && len(r.page) > 0 {
+		a := &aheadPage{after: r.page[len(r.page)-1].Name, size: size, ready: make(chan struct{})}
+		d.ahead = a
+		go func() {
+			a.read = fs.readPage(ctx, d.ino, a.after, a.size, true)
+			close(a.ready)
+		}()
+	}
+	return nil
+}
+
+// readPage reads up to size entries after the name after. Attributes come
+// with this mount's pending writes as they were before the engine was
+// read, and the change count and time taken before it: a later change or
+// age then drops the page's attributes, never an earlier one.
+func (fs *FS) readPage(ctx context.Context, ino meta.Ino, after string, size int, plus bool) readPage {
 	var open map[meta.Ino]pending
-	gen, at := fs.changes.Load(), time.Now()
+	r := readPage{gen: fs.changes.Load(), at: time.Now()}
 	if plus {
 		open = fs.pendingAll() // before the engine is read: see pending
 	}
-	page, err := fs.engine.Readdir(ctx, d.ino, after, size, plus)
-	if err != nil {
-		return err
-	}
-	for i := range page {
-		if p, ok := open[page[i].Ino]; ok && page[i].Attr != nil {
-			p.apply(page[i].Attr)
+	r.page, r.err = fs.engine.Readdir(ctx, ino, after, size, plus)
+	for i := range r.page {
+		if p, ok := open[r.page[i].Ino]; ok && r.page[i].Attr != nil {
+			p.apply(r.page[i].Attr)
 		}
 	}
-	d.start += uint64(len(d.page))
-	d.before, d.page, d.done, d.withAttr = after, page, len(page) < size, plus
-	d.gen, d.readAt = gen, at
-	return nil
+	return r
 }
