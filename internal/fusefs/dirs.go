@@ -23,7 +23,7 @@ func (fs *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 // ReadDir implements fuse.RawFileSystem.
 func (fs *FS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	defer fs.enter()()
-	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, 0, 0, func(e meta.DirEntry, next uint64, _ time.Time) bool {
+	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, 0, fs.listingTTL()/2, func(e meta.DirEntry, next uint64, _ time.Time) bool {
 		return out.AddDirEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type.ModeBits(), Off: next})
 	})
 	return fs.status("readdir", err)
@@ -45,17 +45,13 @@ const plusEntrySize = 128 + 24 + 16
 func (fs *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	defer fs.enter()()
 	n := int(in.Size)/plusEntrySize + 1
-	reuse := min(fs.opts.AttrTimeout, fs.opts.EntryTimeout) / 2
-	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, n, reuse, func(e meta.DirEntry, next uint64, read time.Time) bool {
+	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, n, fs.listingTTL()/2, func(e meta.DirEntry, next uint64, read time.Time) bool {
 		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type.ModeBits(), Off: next})
 		if eo == nil {
 			return false
 		}
 		if e.Attr != nil && e.Name != "." && e.Name != ".." {
-			fs.fillEntry(meta.Entry{Ino: e.Ino, Attr: *e.Attr}, eo)
-			age := time.Since(read)
-			eo.SetEntryTimeout(max(fs.opts.EntryTimeout-age, 0))
-			eo.SetAttrTimeout(max(fs.opts.AttrTimeout-age, 0))
+			fs.fillEntryRead(meta.Entry{Ino: e.Ino, Attr: *e.Attr}, read, eo)
 		}
 		return true
 	})

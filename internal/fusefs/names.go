@@ -10,9 +10,16 @@ import (
 )
 
 // Lookup implements fuse.RawFileSystem; a missing name is cached by the
-// kernel for NegativeTimeout.
+// kernel for NegativeTimeout. A name this mount has just listed is
+// answered from the listing (vfs.FS.LookupListed), with the timeouts
+// shortened by the listing's age; any other answer comes from the engine
+// and is newer than what a listing read before it (vfs.FS.Refreshed).
 func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.enterChange()()
+	defer fs.enter()()
+	if e, read, ok := fs.vfs.LookupListed(ctx(h), meta.Ino(h.NodeId), name, fs.listingTTL()); ok {
+		fs.fillEntryRead(e, read, out)
+		return fuse.OK
+	}
 	e, err := fs.vfs.Lookup(ctx(h), meta.Ino(h.NodeId), name)
 	if err == syscall.ENOENT && fs.opts.NegativeTimeout > 0 {
 		*out = fuse.EntryOut{}
@@ -22,6 +29,7 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 	if err != nil {
 		return fs.status("lookup", err)
 	}
+	fs.vfs.Refreshed(e.Ino)
 	fs.fillEntry(e, out)
 	return fuse.OK
 }
@@ -32,11 +40,12 @@ func (fs *FS) Forget(nodeid, nlookup uint64) {}
 
 // GetAttr implements fuse.RawFileSystem.
 func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	defer fs.enterChange()()
+	defer fs.enter()()
 	a, err := fs.vfs.Getattr(ctx(&in.InHeader), meta.Ino(in.NodeId))
 	if err != nil {
 		return fs.status("getattr", err)
 	}
+	fs.vfs.Refreshed(meta.Ino(in.NodeId))
 	fillAttr(meta.Ino(in.NodeId), a, &out.Attr)
 	out.SetTimeout(fs.opts.AttrTimeout)
 	return fuse.OK

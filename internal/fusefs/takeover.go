@@ -49,8 +49,9 @@ func (fs *FS) enter() func() {
 }
 
 // enterChange is enter for an operation that may change an inode or a
-// name, or tell the kernel something newer of one (lookup, getattr, open,
-// write...). On its way out, before the reply, it tells the vfs
+// name, or make the kernel forget what it knows of one (open, write,
+// unlink...; getattr and lookup, which only tell the kernel an inode's
+// attributes afresh, call vfs.FS.Refreshed instead). On its way out, before the reply, it tells the vfs
 // (vfs.FS.Changed): attributes read for readdirplus before it must not
 // answer a later request, as the kernel could take them as news.
 func (fs *FS) enterChange() func() {

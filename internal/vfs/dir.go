@@ -41,6 +41,7 @@ type dirStream struct {
 type aheadPage struct {
 	after string        // the page starts after this name
 	size  int           // entries asked for
+	plus  bool          // with attributes
 	ready chan struct{} // closed when the fields below are set
 	read  readPage
 }
@@ -120,11 +121,10 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, reuse t
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.withAttr {
+	if plus && d.withAttr {
 		changed := d.gen != fs.changes.Load()
-		if !plus || changed || reuse <= 0 || time.Since(d.readAt) >= reuse {
-			d.withAttr = false
-			d.small = plus && changed
+		if changed || reuse <= 0 || time.Since(d.readAt) >= reuse {
+			d.withAttr, d.small = false, changed
 		} else {
 			d.small = false
 		}
@@ -152,11 +152,12 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, reuse t
 		}
 		for i := off - d.start; i < uint64(len(d.page)); i++ {
 			e := d.page[i]
-			if plus && e.Attr == nil {
+			if plus && (e.Attr == nil || fs.listings.newer(e.Ino, d.readAt)) {
 				a, err := fs.Getattr(ctx, e.Ino)
 				if err != nil {
 					continue // removed since the page was read
 				}
+				fs.Refreshed(e.Ino)
 				e.Attr = &a
 			}
 			if !add(e, d.start+i+1, d.readAt) {
@@ -208,7 +209,7 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 		size = max(d.plusPage, 1)
 	}
 	var r readPage
-	if a := d.ahead; a != nil && plus && a.after == after && a.size == size {
+	if a := d.ahead; a != nil && a.after == after && a.size == size && a.plus == plus {
 		<-a.ready
 		r = a.read
 		if r.err != nil || r.gen != fs.changes.Load() || time.Since(r.at) >= d.reuse {
@@ -224,11 +225,15 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 	d.start += uint64(len(d.page))
 	d.before, d.page, d.done, d.withAttr = after, r.page, len(r.page) < size, plus
 	d.gen, d.readAt = r.gen, r.at
-	if plus && !d.small && d.reuse > 0 && !d.done && len(r.page) > 0 {
-		a := &aheadPage{after: r.page[len(r.page)-1].Name, size: size, ready: make(chan struct{})}
+	if d.reuse <= 0 {
+		return nil
+	}
+	fs.listings.add(d.ino, after, r)
+	if !(plus && d.small) && !d.done && len(r.page) > 0 {
+		a := &aheadPage{after: r.page[len(r.page)-1].Name, size: size, plus: plus, ready: make(chan struct{})}
 		d.ahead = a
 		go func() {
-			a.read = fs.readPage(ctx, d.ino, a.after, a.size, true)
+			a.read = fs.readPage(ctx, d.ino, a.after, a.size, plus)
 			close(a.ready)
 		}()
 	}

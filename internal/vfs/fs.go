@@ -77,6 +77,8 @@ type FS struct {
 	// something newer of an inode or a name (Changed); a readdirplus page
 	// read before the last of them is not reused (dir.go).
 	changes atomic.Uint64
+	// listings answers the lookups that follow a listing (listing.go).
+	listings listingCache
 
 	mu      sync.Mutex
 	files   map[meta.Ino]*file // inodes with open handles

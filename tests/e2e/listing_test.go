@@ -55,10 +55,12 @@ func finishListing(t *testing.T, fd int) {
 // back the size read with the listing's first page (the kernel takes what
 // a readdirplus reply says as news, and O_APPEND writes at it).
 func TestListingAfterAppend(t *testing.T) {
-	m := mountFresh(t)
-	dir := m.Path("d")
-	listingDir(t, dir, 600)
-	fd := startListing(t, dir)
+	// The files are made on the other mount: this one's kernel knows none
+	// of the names, so the open below looks its name up, after which the
+	// kernel asks for the listing's attributes again (READDIRPLUS_AUTO).
+	m, other := twoMounts(t)
+	listingDir(t, other.Path("d"), 600)
+	fd := startListing(t, m.Path("d"))
 	target := m.Path("d", "f0500")
 	f, err := os.OpenFile(target, os.O_WRONLY|os.O_APPEND, 0)
 	ok(t, err, "open")
@@ -72,21 +74,42 @@ func TestListingAfterAppend(t *testing.T) {
 }
 
 // TestListingAgeBound: another mount's change shows here within the
-// attribute timeout (1 s) of its close, even through a listing that began
-// before it: attributes read for the listing's first page that answer its
-// later pages are cached by the kernel only for what is left of the
-// timeout since they were read, not for a fresh one.
+// attribute timeout (1 s) of its close, even through a lookup answered
+// from a listing read before it: what the kernel caches from such an
+// answer it keeps only for what is left of the timeout since the listing
+// read it, not for a fresh timeout.
 func TestListingAgeBound(t *testing.T) {
 	a, b := twoMounts(t)
 	dir := a.Path("d")
 	listingDir(t, dir, 600)
+	time.Sleep(1100 * time.Millisecond) // the names the creates cached expire
 	fd := startListing(t, dir)
+	finishListing(t, fd)
 	writeFile(t, b.Path("d", "f0500"), []byte("hello"), 0o644)
 	closed := time.Now()
 	time.Sleep(300 * time.Millisecond)
-	finishListing(t, fd)
+	stat(t, a.Path("d", "f0500")) // may show the listed size, 0
 	time.Sleep(time.Until(closed.Add(1100 * time.Millisecond)))
 	if st := stat(t, a.Path("d", "f0500")); st.Size != 5 {
 		t.Fatalf("size 1.1 s after the other mount's close: %d, want 5", st.Size)
+	}
+}
+
+// TestListingAfterRename: a name renamed away on this mount after a
+// listing read it is gone at once, though the listing still holds it.
+func TestListingAfterRename(t *testing.T) {
+	m := mountFresh(t)
+	dir := m.Path("d")
+	listingDir(t, dir, 600)
+	time.Sleep(1100 * time.Millisecond) // the names the creates cached expire
+	fd := startListing(t, dir)
+	finishListing(t, fd)
+	stat(t, m.Path("d", "f0100")) // reads the attributes of the names after it
+	ok(t, os.Rename(m.Path("d", "f0500"), m.Path("d", "g")), "rename")
+	if _, err := os.Stat(m.Path("d", "f0500")); !os.IsNotExist(err) {
+		t.Fatalf("stat of the renamed name: %v, want ENOENT", err)
+	}
+	if st := stat(t, m.Path("d", "g")); st.Size != 0 {
+		t.Fatalf("stat of the new name: size %d", st.Size)
 	}
 }
