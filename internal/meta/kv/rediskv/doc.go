@@ -45,7 +45,9 @@
 //  1. Txn and View take a dedicated connection. Every read is preceded,
 //     in the same round trip, by a WATCH of each key it depends on: the
 //     value's key for Get; for Scan, the sorted set(s) it ranges over and
-//     then the value keys it returns. One exception saves a round trip: a
+//     then the value keys it returns (a limited Scan reads up to 1024 keys
+//     a round, an unlimited one 256); for GetMany, all its keys with one
+//     MGET (getmany.go). One exception saves a round trip: a
 //     transaction's first Get goes without a WATCH. If it stays the only
 //     read it needs no validation (one GET is one consistent state); if
 //     another read follows, that round trip WATCHes and re-reads the key
