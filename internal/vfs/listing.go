@@ -17,7 +17,7 @@ const maxListed = 1 << 18
 // reads the attributes of the names after it too (a stat of every entry
 // goes on for seconds in a huge directory). The answers are fresh engine
 // reads; only the guess that more lookups follow is that old.
-const listedFor = 10 * time.Second
+const listedFor = 30 * time.Second
 
 // listingCache keeps what listings read, so that the lookups that follow a
 // listing (the stat of every entry, with the kernel asking for names only
@@ -114,8 +114,8 @@ func (fs *FS) Refreshed(ino meta.Ino) {
 // the attributes read with it if they are younger than ttl, this mount
 // completed no operation since and was not told of the inode afresh
 // (Refreshed); for a name read less than listedFor ago without attributes,
-// or with attributes older than ttl, from one engine read of the
-// attributes of the name and the readdirPage names after it. It returns
+// from one engine read of the attributes of the name and the readdirPage
+// names after it. It returns
 // when the answer was read, by which the caller shortens the kernel's
 // timeouts. ok is false for a name not listed, or gone: the caller asks
 // the engine. ttl <= 0 (--strict) never answers.
@@ -128,10 +128,13 @@ func (fs *FS) LookupListed(ctx context.Context, parent meta.Ino, name string, tt
 	if !ok || time.Since(l.at) >= max(ttl, listedFor) {
 		return meta.Entry{}, time.Time{}, false
 	}
-	if l.attr != nil && (l.gen != fs.changes.Load() || c.newer(l.ino, l.at)) {
-		return meta.Entry{}, time.Time{}, false // may be older than the kernel's
+	if l.attr != nil && (time.Since(l.at) >= ttl || l.gen != fs.changes.Load() || c.newer(l.ino, l.at)) {
+		// Too old, or older than what the kernel may know. Read once
+		// already: reading ahead again for lookups that come this slowly
+		// would cost more than it saves.
+		return meta.Entry{}, time.Time{}, false
 	}
-	if l.attr == nil || time.Since(l.at) >= ttl {
+	if l.attr == nil {
 		r := fs.readPage(ctx, parent, l.after, readdirPage, true)
 		if r.err != nil || len(r.page) == 0 || r.page[0].Name != name {
 			return meta.Entry{}, time.Time{}, false
