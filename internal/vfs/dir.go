@@ -228,7 +228,7 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 	if d.reuse <= 0 {
 		return nil
 	}
-	fs.listings.add(d.ino, after, r)
+	fs.listings.add(d.ino, after, r, false)
 	if !(plus && d.small) && !d.done && len(r.page) > 0 {
 		a := &aheadPage{after: r.page[len(r.page)-1].Name, size: size, plus: plus, ready: make(chan struct{})}
 		d.ahead = a

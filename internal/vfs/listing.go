@@ -47,12 +47,14 @@ type listed struct {
 	ino   meta.Ino
 	attr  *meta.Attr // nil if the listing read names only
 	after string     // the name the listing read it after
+	ahead bool       // read by a lookup's read-ahead, not by the listing
 	gen   uint64     // FS.changes before the read
 	at    time.Time  // when the read began
 }
 
-// add records a page of dir read after the name after.
-func (c *listingCache) add(dir meta.Ino, after string, r readPage) {
+// add records a page of dir read after the name after, by a lookup's
+// read-ahead or by the listing.
+func (c *listingCache) add(dir meta.Ino, after string, r readPage, ahead bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.room(len(r.page))
@@ -65,7 +67,7 @@ func (c *listingCache) add(dir meta.Ino, after string, r readPage) {
 		if _, ok := m[e.Name]; !ok {
 			c.n++
 		}
-		m[e.Name] = listed{ino: e.Ino, attr: e.Attr, after: after, gen: r.gen, at: r.at}
+		m[e.Name] = listed{ino: e.Ino, attr: e.Attr, after: after, ahead: ahead, gen: r.gen, at: r.at}
 		after = e.Name
 	}
 }
@@ -114,10 +116,10 @@ func (fs *FS) Refreshed(ino meta.Ino) {
 // the attributes read with it if they are younger than ttl, this mount
 // completed no operation since and was not told of the inode afresh
 // (Refreshed); for a name read less than listedFor ago without attributes,
-// from one engine read of the attributes of the name and the readdirPage
-// names after it. It returns
-// when the answer was read, by which the caller shortens the kernel's
-// timeouts. ok is false for a name not listed, or gone: the caller asks
+// or by the listing itself with attributes older than ttl, from one engine
+// read of the attributes of the name and the readdirPage names after it
+// (a read-ahead: what it read is not read ahead again). It returns when
+// the answer was read, by which the caller shortens the kernel's timeouts. ok is false for a name not listed, or gone: the caller asks
 // the engine. ttl <= 0 (--strict) never answers.
 func (fs *FS) LookupListed(ctx context.Context, parent meta.Ino, name string, ttl time.Duration) (e meta.Entry, read time.Time, ok bool) {
 	if ttl <= 0 {
@@ -128,18 +130,19 @@ func (fs *FS) LookupListed(ctx context.Context, parent meta.Ino, name string, tt
 	if !ok || time.Since(l.at) >= max(ttl, listedFor) {
 		return meta.Entry{}, time.Time{}, false
 	}
-	if l.attr != nil && (time.Since(l.at) >= ttl || l.gen != fs.changes.Load() || c.newer(l.ino, l.at)) {
-		// Too old, or older than what the kernel may know. Read once
-		// already: reading ahead again for lookups that come this slowly
-		// would cost more than it saves.
+	old := l.attr != nil && time.Since(l.at) >= ttl
+	if l.attr != nil && (l.gen != fs.changes.Load() || c.newer(l.ino, l.at)) || old && l.ahead {
+		// Older than what the kernel may know; or too old and read ahead
+		// once already: reading ahead again for lookups that come this
+		// slowly would cost more than it saves.
 		return meta.Entry{}, time.Time{}, false
 	}
-	if l.attr == nil {
+	if l.attr == nil || old {
 		r := fs.readPage(ctx, parent, l.after, readdirPage, true)
 		if r.err != nil || len(r.page) == 0 || r.page[0].Name != name {
 			return meta.Entry{}, time.Time{}, false
 		}
-		c.add(parent, l.after, r)
+		c.add(parent, l.after, r, true)
 		e := r.page[0]
 		fs.Refreshed(e.Ino) // newer than any other listing of it (hard links)
 		return meta.Entry{Ino: e.Ino, Attr: *e.Attr}, r.at, true
