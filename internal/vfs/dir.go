@@ -93,8 +93,10 @@ func (fs *FS) Releasedir(fh Fh) {
 }
 
 // Changed records that an operation that may have changed an inode or a
-// name, or told the kernel something newer of one, has completed. The
-// fusefs adaptor calls it before replying to such an operation.
+// name, or made the kernel forget what it knew of one (open), has
+// completed. The fusefs adaptor calls it before replying to such an
+// operation; getattr and lookup, which only tell the kernel an inode's
+// attributes afresh, call Refreshed instead.
 func (fs *FS) Changed() { fs.changes.Add(1) }
 
 // Readdir lists entries from offset off, calling add with each entry, the
@@ -104,11 +106,12 @@ func (fs *FS) Changed() { fs.changes.Add(1) }
 //
 // Attributes read for an earlier request may answer this one only while
 // they are younger than reuse and this mount completed no operation since
-// they were read (Changed): the kernel drops attributes older than the
-// changes it saw during a request, not those it saw before, and would
-// take older ones as news (a shrunken size, which O_APPEND then writes
-// at). Within those bounds a page of readdirPage entries serves many
-// kernel requests; the caller shortens the kernel's cache timeouts by the
+// they were read (Changed), nor told the kernel the inode afresh
+// (Refreshed; that entry's attributes are then read again): the kernel
+// drops attributes older than the changes it saw during a request, not
+// those it saw before, and would take older ones as news (a shrunken
+// size, which O_APPEND then writes at). Within those bounds a page of
+// readdirPage entries serves many kernel requests; the caller shortens the kernel's cache timeouts by the
 // attributes' age, so nothing is cached longer after its engine read than
 // a fresh reply would be. reuse 0 (--strict) reads afresh every time.
 func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, reuse time.Duration, add func(e meta.DirEntry, next uint64, read time.Time) bool) error {
