@@ -31,7 +31,7 @@ type dirStream struct {
 	gen      uint64    // FS.changes before the page was read
 	readAt   time.Time // when the page's read began
 	plusPage int       // entries per page with attributes, for this request
-	small    bool      // a change dropped the last attribute page: read kernel-sized ones
+	small    bool      // read kernel-sized attribute pages: no request has shared one yet, or a change dropped the last
 	reuse    time.Duration
 	ahead    *aheadPage // the next page, being read in the background
 }
@@ -70,7 +70,7 @@ func (fs *FS) Opendir(ctx context.Context, ino meta.Ino) (Fh, error) {
 	if ino == meta.RootIno || parent == 0 {
 		parent = ino
 	}
-	d := &dirStream{ino: ino, parent: parent, start: 2}
+	d := &dirStream{ino: ino, parent: parent, start: 2, small: true}
 	fs.mu.Lock()
 	fs.nextFh++
 	fh := fs.nextFh

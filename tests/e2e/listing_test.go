@@ -75,9 +75,10 @@ func TestListingAfterAppend(t *testing.T) {
 
 // TestListingAgeBound: another mount's change shows here within the
 // attribute timeout (1 s) of its close, even through a lookup answered
-// from a listing read before it: what the kernel caches from such an
-// answer it keeps only for what is left of the timeout since the listing
-// read it, not for a fresh timeout.
+// from attributes read before it (by the read-ahead of an earlier lookup
+// after a listing): what the kernel caches from such an answer it keeps
+// only for what is left of the timeout since the read, not for a fresh
+// timeout.
 func TestListingAgeBound(t *testing.T) {
 	a, b := twoMounts(t)
 	dir := a.Path("d")
@@ -85,10 +86,11 @@ func TestListingAgeBound(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // the names the creates cached expire
 	fd := startListing(t, dir)
 	finishListing(t, fd)
+	stat(t, a.Path("d", "f0400")) // reads the attributes of the names after it
 	writeFile(t, b.Path("d", "f0500"), []byte("hello"), 0o644)
 	closed := time.Now()
 	time.Sleep(300 * time.Millisecond)
-	stat(t, a.Path("d", "f0500")) // may show the listed size, 0
+	stat(t, a.Path("d", "f0500")) // may show the size read ahead, 0
 	time.Sleep(time.Until(closed.Add(1100 * time.Millisecond)))
 	if st := stat(t, a.Path("d", "f0500")); st.Size != 5 {
 		t.Fatalf("size 1.1 s after the other mount's close: %d, want 5", st.Size)
