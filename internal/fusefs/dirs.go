@@ -1,6 +1,8 @@
 package fusefs
 
 import (
+	"time"
+
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"shoal/internal/meta"
@@ -21,7 +23,7 @@ func (fs *FS) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 // ReadDir implements fuse.RawFileSystem.
 func (fs *FS) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	defer fs.enter()()
-	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, 0, func(e meta.DirEntry, next uint64) bool {
+	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, 0, fs.listingTTL()/2, func(e meta.DirEntry, next uint64, _ time.Time) bool {
 		return out.AddDirEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type.ModeBits(), Off: next})
 	})
 	return fs.status("readdir", err)
@@ -34,18 +36,22 @@ const plusEntrySize = 128 + 24 + 16
 
 // ReadDirPlus implements fuse.RawFileSystem: entries come with their
 // attributes, so `ls -l` and stat-every-entry need no further lookups.
-// The kernel asks for it with the first page of a listing and while the
-// listed names are being looked up (READDIRPLUS_AUTO, see Mount).
+// The kernel asks for it for every page of a listing (Mount), and caches
+// the names and attributes for the entry and attribute timeouts.
+// Attributes read for an earlier request may answer this one (see
+// vfs.FS.Readdir), for at most half the shorter timeout, and each entry's
+// timeouts are shortened by its attributes' age: nothing stays cached
+// longer after its engine read than a fresh reply would.
 func (fs *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	defer fs.enter()()
 	n := int(in.Size)/plusEntrySize + 1
-	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, n, func(e meta.DirEntry, next uint64) bool {
+	err := fs.vfs.Readdir(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Offset, n, fs.listingTTL()/2, func(e meta.DirEntry, next uint64, read time.Time) bool {
 		eo := out.AddDirLookupEntry(fuse.DirEntry{Name: e.Name, Ino: uint64(e.Ino), Mode: e.Type.ModeBits(), Off: next})
 		if eo == nil {
 			return false
 		}
 		if e.Attr != nil && e.Name != "." && e.Name != ".." {
-			fs.fillEntry(meta.Entry{Ino: e.Ino, Attr: *e.Attr}, eo)
+			fs.fillEntryRead(meta.Entry{Ino: e.Ino, Attr: *e.Attr}, read, eo)
 		}
 		return true
 	})

@@ -42,7 +42,12 @@
 // Kernel caches: entries, attributes and negative lookups are cached for
 // the configured timeouts (the bound on cross-mount staleness of names);
 // page cache is kept across opens only while the file's mtime and size are
-// unchanged (close-to-open).
+// unchanged (close-to-open). A lookup or readdirplus entry answered from
+// what a listing read before the request (vfs listings) gets timeouts
+// shortened by the read's age (fillEntryRead). Every operation that may
+// change an inode or a name, or make the kernel forget one, tells the vfs
+// when it is done, before the reply (enterChange -> vfs.FS.Changed);
+// getattr and engine lookups tell it per inode (vfs.FS.Refreshed).
 //
 // Takeover (takeover.go): a server can serve a connection a supervisor
 // keeps (MountFd) and a successor can take it over (TakeOver) by replaying

@@ -9,7 +9,7 @@ import (
 
 // Create implements fuse.RawFileSystem.
 func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if o, ok := fs.replies.reopened(&in.InHeader); ok {
 		return fs.recreated(&in.InHeader, o, out)
 	}
@@ -38,7 +38,7 @@ func (fs *FS) recreated(h *fuse.InHeader, o opened, out *fuse.CreateOut) fuse.St
 
 // Open implements fuse.RawFileSystem.
 func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if o, ok := fs.replies.reopened(&in.InHeader); ok {
 		fillOpen(o.result(), out)
 		return fuse.OK
@@ -98,7 +98,7 @@ func (fs *FS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.Re
 // Write implements fuse.RawFileSystem. A resent O_APPEND write that the
 // journal holds was replayed by this process: it answers its byte count.
 func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if r, ok := fs.replies.resent(&in.InHeader); ok {
 		return uint32(r.Written), fuse.OK
 	}
@@ -113,7 +113,7 @@ func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint
 // Flush implements fuse.RawFileSystem: close(2) returns after this. The
 // closing process's POSIX locks on the file go after the data is flushed.
 func (fs *FS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	st := fs.status("flush", fs.vfs.Flush(ctx(&in.InHeader), vfs.Fh(in.Fh)))
 	fs.releasePosix(in)
 	return st
@@ -121,13 +121,13 @@ func (fs *FS) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 
 // Fsync implements fuse.RawFileSystem.
 func (fs *FS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	return fs.status("fsync", fs.vfs.Fsync(ctx(&in.InHeader), vfs.Fh(in.Fh)))
 }
 
 // Release implements fuse.RawFileSystem.
 func (fs *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	fs.releaseFlock(in)
 	fs.releaseOFD(in)
 	if err := fs.vfs.Release(ctx(&in.InHeader), vfs.Fh(in.Fh)); err != nil {
@@ -137,13 +137,13 @@ func (fs *FS) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 
 // Fallocate implements fuse.RawFileSystem.
 func (fs *FS) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	return fs.status("fallocate", fs.vfs.Fallocate(ctx(&in.InHeader), vfs.Fh(in.Fh), in.Mode, in.Offset, in.Length))
 }
 
 // CopyFileRange implements fuse.RawFileSystem as a metadata-only clone.
 func (fs *FS) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	length := min(in.Len, 1<<30) // the reply carries 32 bits; callers loop
 	n, err := fs.vfs.CopyFileRange(ctx(&in.InHeader), vfs.Fh(in.FhIn), in.OffIn, vfs.Fh(in.FhOut), in.OffOut, length)
 	return uint32(n), fs.status("copy_file_range", err)

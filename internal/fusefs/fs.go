@@ -122,3 +122,17 @@ func (fs *FS) fillEntry(e meta.Entry, out *fuse.EntryOut) {
 	out.SetAttrTimeout(fs.opts.AttrTimeout)
 	fillAttr(e.Ino, e.Attr, &out.Attr)
 }
+
+// fillEntryRead is fillEntry for attributes read at read, before the
+// request: the timeouts are shortened by their age, so that nothing stays
+// cached longer after its engine read than a fresh reply would.
+func (fs *FS) fillEntryRead(e meta.Entry, read time.Time, out *fuse.EntryOut) {
+	fs.fillEntry(e, out)
+	age := time.Since(read)
+	out.SetEntryTimeout(max(fs.opts.EntryTimeout-age, 0))
+	out.SetAttrTimeout(max(fs.opts.AttrTimeout-age, 0))
+}
+
+// listingTTL is how long after its read a listing may answer the kernel:
+// the shorter cache timeout (0 with --strict).
+func (fs *FS) listingTTL() time.Duration { return min(fs.opts.AttrTimeout, fs.opts.EntryTimeout) }

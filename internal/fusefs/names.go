@@ -10,9 +10,16 @@ import (
 )
 
 // Lookup implements fuse.RawFileSystem; a missing name is cached by the
-// kernel for NegativeTimeout.
+// kernel for NegativeTimeout. A name this mount has just listed is
+// answered from the listing (vfs.FS.LookupListed), with the timeouts
+// shortened by the listing's age; any other answer comes from the engine
+// and is newer than what a listing read before it (vfs.FS.Refreshed).
 func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enter()()
+	if e, read, ok := fs.vfs.LookupListed(ctx(h), meta.Ino(h.NodeId), name, fs.listingTTL()); ok {
+		fs.fillEntryRead(e, read, out)
+		return fuse.OK
+	}
 	e, err := fs.vfs.Lookup(ctx(h), meta.Ino(h.NodeId), name)
 	if err == syscall.ENOENT && fs.opts.NegativeTimeout > 0 {
 		*out = fuse.EntryOut{}
@@ -22,6 +29,7 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 	if err != nil {
 		return fs.status("lookup", err)
 	}
+	fs.vfs.Refreshed(e.Ino)
 	fs.fillEntry(e, out)
 	return fuse.OK
 }
@@ -37,6 +45,7 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Attr
 	if err != nil {
 		return fs.status("getattr", err)
 	}
+	fs.vfs.Refreshed(meta.Ino(in.NodeId))
 	fillAttr(meta.Ino(in.NodeId), a, &out.Attr)
 	out.SetTimeout(fs.opts.AttrTimeout)
 	return fuse.OK
@@ -44,7 +53,7 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Attr
 
 // SetAttr implements fuse.RawFileSystem.
 func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	a, err := fs.vfs.Setattr(ctx(&in.InHeader), meta.Ino(in.NodeId), setattrRequest(in))
 	if err != nil {
 		return fs.status("setattr", err)
@@ -79,7 +88,7 @@ func setattrRequest(in *fuse.SetAttrIn) vfs.SetattrRequest {
 
 // Mknod implements fuse.RawFileSystem.
 func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if fs.replayedEntry(&in.InHeader, out) {
 		return fuse.OK
 	}
@@ -89,7 +98,7 @@ func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *
 
 // Mkdir implements fuse.RawFileSystem.
 func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if fs.replayedEntry(&in.InHeader, out) {
 		return fuse.OK
 	}
@@ -99,7 +108,7 @@ func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *
 
 // Symlink implements fuse.RawFileSystem.
 func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if fs.replayedEntry(h, out) {
 		return fuse.OK
 	}
@@ -109,7 +118,7 @@ func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name str
 
 // Link implements fuse.RawFileSystem.
 func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if fs.replayedEntry(&in.InHeader, out) {
 		return fuse.OK
 	}
@@ -129,7 +138,7 @@ func (fs *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.S
 
 // Unlink implements fuse.RawFileSystem.
 func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if _, ok := fs.replies.resent(h); ok {
 		return fuse.OK
 	}
@@ -138,7 +147,7 @@ func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse
 
 // Rmdir implements fuse.RawFileSystem.
 func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if _, ok := fs.replies.resent(h); ok {
 		return fuse.OK
 	}
@@ -147,7 +156,7 @@ func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.
 
 // Rename implements fuse.RawFileSystem (rename(2) and renameat2(2)).
 func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if _, ok := fs.replies.resent(&in.InHeader); ok {
 		return fuse.OK
 	}

@@ -48,6 +48,20 @@ func (fs *FS) enter() func() {
 	return fs.gate.mu.RUnlock
 }
 
+// enterChange is enter for an operation that may change an inode or a
+// name, or make the kernel forget what it knows of one (open, write,
+// unlink...; getattr and lookup, which only tell the kernel an inode's
+// attributes afresh, call vfs.FS.Refreshed instead). On its way out, before the reply, it tells the vfs
+// (vfs.FS.Changed): attributes read for readdirplus before it must not
+// answer a later request, as the kernel could take them as news.
+func (fs *FS) enterChange() func() {
+	unlock := fs.enter()
+	return func() {
+		fs.vfs.Changed()
+		unlock()
+	}
+}
+
 // Quiesce waits until the requests being served are answered and holds
 // every later one back for good: the process is about to hand the
 // connection to a successor, which gets them again from the kernel.

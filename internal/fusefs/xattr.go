@@ -50,7 +50,7 @@ func copyOut(v, dest []byte) (uint32, fuse.Status) {
 // SETXATTR_EXT) that setting an access ACL clear setgid when the caller is
 // not in the file's group, which only it can tell.
 func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, value []byte) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if _, ok := fs.replies.resent(&in.InHeader); ok {
 		return fuse.OK
 	}
@@ -78,7 +78,7 @@ func (fs *FS) forgetEntry(parent uint64, value []byte) {
 
 // RemoveXAttr implements fuse.RawFileSystem.
 func (fs *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	defer fs.enter()()
+	defer fs.enterChange()()
 	if _, ok := fs.replies.resent(h); ok {
 		return fuse.OK
 	}

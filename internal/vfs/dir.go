@@ -4,14 +4,15 @@ import (
 	"context"
 	"sync"
 	"syscall"
+	"time"
 
 	"shoal/internal/meta"
 )
 
-// readdirPage is how many entries one engine call returns for a plain
-// readdir. A readdirplus page is as long as the caller says the kernel's
-// buffer holds: its attributes must be read afresh for every kernel
-// request (see fill), so reading more would be wasted.
+// readdirPage is how many entries one engine call returns: for a plain
+// readdir, and for a readdirplus whose attributes may serve the kernel's
+// next requests too (see Readdir). A readdirplus page that must be read
+// afresh for every kernel request is as long as the kernel's buffer holds.
 const readdirPage = 1000
 
 // dirStream is an open directory: a window of entries fetched page by page,
@@ -24,10 +25,33 @@ type dirStream struct {
 	parent   meta.Ino
 	start    uint64 // offset of page[0]
 	page     []meta.DirEntry
-	before   string // name of the entry just before page[0] ("" at the start)
-	done     bool   // the page ends the directory
-	withAttr bool   // the page was read with attributes during this request
-	plusPage int    // entries per page with attributes, for this request
+	before   string    // name of the entry just before page[0] ("" at the start)
+	done     bool      // the page ends the directory
+	withAttr bool      // the page carries attributes that may still be served
+	gen      uint64    // FS.changes before the page was read
+	readAt   time.Time // when the page's read began
+	plusPage int       // entries per page with attributes, for this request
+	small    bool      // read kernel-sized attribute pages: no request has shared one yet, or a change dropped the last
+	reuse    time.Duration
+	ahead    *aheadPage // the next page, being read in the background
+}
+
+// aheadPage is a page read in the background while the kernel consumes
+// the one before (see nextPage).
+type aheadPage struct {
+	after string        // the page starts after this name
+	size  int           // entries asked for
+	plus  bool          // with attributes
+	ready chan struct{} // closed when the fields below are set
+	read  readPage
+}
+
+// readPage is one engine read of a page.
+type readPage struct {
+	page []meta.DirEntry
+	gen  uint64    // FS.changes before the read
+	at   time.Time // when the read began
+	err  error
 }
 
 // Opendir opens a directory for reading.
@@ -46,7 +70,7 @@ func (fs *FS) Opendir(ctx context.Context, ino meta.Ino) (Fh, error) {
 	if ino == meta.RootIno || parent == 0 {
 		parent = ino
 	}
-	d := &dirStream{ino: ino, parent: parent, start: 2}
+	d := &dirStream{ino: ino, parent: parent, start: 2, small: true}
 	fs.mu.Lock()
 	fs.nextFh++
 	fh := fs.nextFh
@@ -68,11 +92,29 @@ func (fs *FS) Releasedir(fh Fh) {
 	fs.mu.Unlock()
 }
 
-// Readdir lists entries from offset off, calling add with each entry and
-// the offset after it until add returns false. With plus > 0, entries
-// carry attributes, read about plus at a time (how many the kernel's
-// buffer holds: fewer costs another engine call, more is wasted).
-func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, add func(e meta.DirEntry, next uint64) bool) error {
+// Changed records that an operation that may have changed an inode or a
+// name, or made the kernel forget what it knew of one (open), has
+// completed. The fusefs adaptor calls it before replying to such an
+// operation; getattr and lookup, which only tell the kernel an inode's
+// attributes afresh, call Refreshed instead.
+func (fs *FS) Changed() { fs.changes.Add(1) }
+
+// Readdir lists entries from offset off, calling add with each entry, the
+// offset after it and when its attributes were read, until add returns
+// false. With plus > 0, entries carry attributes, read about plus at a
+// time (how many the kernel's buffer holds).
+//
+// Attributes read for an earlier request may answer this one only while
+// they are younger than reuse and this mount completed no operation since
+// they were read (Changed), nor told the kernel the inode afresh
+// (Refreshed; that entry's attributes are then read again): the kernel
+// drops attributes older than the changes it saw during a request, not
+// those it saw before, and would take older ones as news (a shrunken
+// size, which O_APPEND then writes at). Within those bounds a page of
+// readdirPage entries serves many kernel requests; the caller shortens the kernel's cache timeouts by the
+// attributes' age, so nothing is cached longer after its engine read than
+// a fresh reply would be. reuse 0 (--strict) reads afresh every time.
+func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, reuse time.Duration, add func(e meta.DirEntry, next uint64, read time.Time) bool) error {
 	plus := plusN > 0
 	fs.mu.Lock()
 	d, ok := fs.dirs[fh]
@@ -82,17 +124,24 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, add fun
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.withAttr = false // attributes read for an earlier request are stale
-	d.plusPage = plusN
-	var open map[meta.Ino]pending
-	if plus {
-		open = fs.pendingAll() // before the engine is read: see pending
+	if plus && d.withAttr {
+		changed := d.gen != fs.changes.Load()
+		if changed || reuse <= 0 || time.Since(d.readAt) >= reuse {
+			d.withAttr, d.small = false, changed
+		} else {
+			d.small = false
+		}
 	}
-	if off == 0 && !add(meta.DirEntry{Name: ".", Ino: d.ino, Type: meta.TypeDir}, 1) {
+	d.plusPage, d.reuse = plusN, reuse
+	if reuse <= 0 {
+		d.small = true
+	}
+	now := time.Now()
+	if off == 0 && !add(meta.DirEntry{Name: ".", Ino: d.ino, Type: meta.TypeDir}, 1, now) {
 		return nil
 	}
 	if off <= 1 {
-		if !add(meta.DirEntry{Name: "..", Ino: d.parent, Type: meta.TypeDir}, 2) {
+		if !add(meta.DirEntry{Name: "..", Ino: d.parent, Type: meta.TypeDir}, 2, now) {
 			return nil
 		}
 		off = 2
@@ -106,14 +155,15 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, add fun
 		}
 		for i := off - d.start; i < uint64(len(d.page)); i++ {
 			e := d.page[i]
-			if plus {
-				a, err := fs.entryAttr(ctx, e, open)
+			if plus && (e.Attr == nil || fs.listings.newer(e.Ino, d.readAt)) {
+				a, err := fs.Getattr(ctx, e.Ino)
 				if err != nil {
 					continue // removed since the page was read
 				}
+				fs.Refreshed(e.Ino)
 				e.Attr = &a
 			}
-			if !add(e, d.start+i+1) {
+			if !add(e, d.start+i+1, d.readAt) {
 				return nil
 			}
 			off = d.start + i + 1
@@ -122,15 +172,14 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, add fun
 }
 
 // fill moves d's window so that it holds offset off, unless the directory
-// ends before it. For readdirplus the window is re-read with attributes
-// once per request: attributes cached from an earlier request could be
-// older than a change the kernel has seen since (an append), and the
-// kernel would take them as news (a shrunken size, which O_APPEND then
-// writes at). Attributes read after the request arrived are safe: the
-// kernel drops those older than its own changes.
+// ends before it. For readdirplus a window without attributes that may
+// still be served (see Readdir) is re-read with attributes from off.
+// Attributes read after the request arrived are always safe: the kernel
+// drops those older than its own changes.
 func (fs *FS) fill(ctx context.Context, d *dirStream, off uint64, plus bool) error {
 	if off < d.start {
 		d.start, d.page, d.before, d.done = 2, nil, "", false // rewind (seekdir back)
+		d.withAttr = false
 	}
 	for off >= d.start+uint64(len(d.page)) && !d.done {
 		if err := fs.nextPage(ctx, d, plus); err != nil {
@@ -149,33 +198,66 @@ func (fs *FS) fill(ctx context.Context, d *dirStream, off uint64, plus bool) err
 	return fs.nextPage(ctx, d, plus)
 }
 
-// nextPage reads the page after d's window.
+// nextPage reads the page after d's window. A page with attributes that
+// may serve later requests starts the read of the one after it in the
+// background, which the next call takes if nothing changed since that
+// read began and it is young enough: the kernel consumes one page while
+// the engine reads the next.
 func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 	after, size := d.before, readdirPage
 	if n := len(d.page); n > 0 {
 		after = d.page[n-1].Name
 	}
-	if plus {
+	if plus && d.small {
 		size = max(d.plusPage, 1)
 	}
-	page, err := fs.engine.Readdir(ctx, d.ino, after, size, plus)
-	if err != nil {
-		return err
+	var r readPage
+	if a := d.ahead; a != nil && a.after == after && a.size == size && a.plus == plus {
+		<-a.ready
+		r = a.read
+		if r.err != nil || r.gen != fs.changes.Load() || time.Since(r.at) >= d.reuse {
+			r = fs.readPage(ctx, d.ino, after, size, plus)
+		}
+	} else {
+		r = fs.readPage(ctx, d.ino, after, size, plus)
+	}
+	d.ahead = nil
+	if r.err != nil {
+		return r.err
 	}
 	d.start += uint64(len(d.page))
-	d.before, d.page, d.done, d.withAttr = after, page, len(page) < size, plus
+	d.before, d.page, d.done, d.withAttr = after, r.page, len(r.page) < size, plus
+	d.gen, d.readAt = r.gen, r.at
+	if d.reuse <= 0 {
+		return nil
+	}
+	fs.listings.add(d.ino, after, r, false)
+	if !(plus && d.small) && !d.done && len(r.page) > 0 {
+		a := &aheadPage{after: r.page[len(r.page)-1].Name, size: size, plus: plus, ready: make(chan struct{})}
+		d.ahead = a
+		go func() {
+			a.read = fs.readPage(ctx, d.ino, a.after, a.size, plus)
+			close(a.ready)
+		}()
+	}
 	return nil
 }
 
-// entryAttr returns a listed entry's attributes with the pending writes
-// captured before the listing was read.
-func (fs *FS) entryAttr(ctx context.Context, e meta.DirEntry, open map[meta.Ino]pending) (meta.Attr, error) {
-	if e.Attr == nil {
-		return fs.Getattr(ctx, e.Ino)
+// readPage reads up to size entries after the name after. Attributes come
+// with this mount's pending writes as they were before the engine was
+// read, and the change count and time taken before it: a later change or
+// age then drops the page's attributes, never an earlier one.
+func (fs *FS) readPage(ctx context.Context, ino meta.Ino, after string, size int, plus bool) readPage {
+	var open map[meta.Ino]pending
+	r := readPage{gen: fs.changes.Load(), at: time.Now()}
+	if plus {
+		open = fs.pendingAll() // before the engine is read: see pending
 	}
-	a := *e.Attr
-	if p, ok := open[e.Ino]; ok {
-		p.apply(&a)
+	r.page, r.err = fs.engine.Readdir(ctx, ino, after, size, plus)
+	for i := range r.page {
+		if p, ok := open[r.page[i].Ino]; ok && r.page[i].Attr != nil {
+			p.apply(r.page[i].Attr)
+		}
 	}
-	return a, nil
+	return r
 }

@@ -78,6 +78,24 @@
 // minute it also expires the trash (meta.Trash.ExpireTrash), whose deleted
 // files free their slices the same way.
 //
+// # Listings
+//
+// An open directory is read a page of 1000 entries at a time, the next
+// page in the background while the kernel consumes one (dir.go). The
+// kernel asks for attributes with the first page and while listed names
+// are looked up (readdirplus); a page read with attributes answers its
+// later requests only while this mount completed no operation since it
+// was read (Changed) and for half the shorter cache timeout, since the
+// kernel would take older attributes as news. The lookups that follow a
+// listing are answered from what it read (listing.go): the first lookup of
+// a listed name reads the attributes of it and the 1000 names after it in
+// one engine read, the next ones take theirs from that read, under the
+// same rules plus one per inode (Refreshed: the kernel was told the inode
+// afresh since). The adaptor shortens the kernel's timeouts of such an
+// answer by its age, so nothing is cached longer after its engine read
+// than a fresh reply would be; with --strict (no timeouts) nothing is
+// shared.
+//
 // Stats (stats.go) reports the mount's gauges on demand for metrics: open
 // handles and files, locked files, the compaction queue, the cleaner's
 // last count of freed slices, and the age of the session's last renewal.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"shoal/internal/data"
@@ -72,6 +73,12 @@ type FS struct {
 	// settling counts salvaged writes still being committed in the
 	// background (takeover.go); Sync waits for them.
 	settling sync.WaitGroup
+	// changes counts the operations that may have told the kernel
+	// something newer of an inode or a name (Changed); a readdirplus page
+	// read before the last of them is not reused (dir.go).
+	changes atomic.Uint64
+	// listings answers the lookups that follow a listing (listing.go).
+	listings listingCache
 
 	mu      sync.Mutex
 	files   map[meta.Ino]*file // inodes with open handles

@@ -147,7 +147,7 @@ func TestReaddirPagesLargeDirectory(t *testing.T) {
 	off := uint64(0)
 	for {
 		batch := 0
-		err := fs.Readdir(ctx, fh, off, 40, func(e meta.DirEntry, next uint64) bool {
+		err := fs.Readdir(ctx, fh, off, 40, time.Second, func(e meta.DirEntry, next uint64, _ time.Time) bool {
 			if batch == 97 { // the kernel's buffer is full
 				return false
 			}

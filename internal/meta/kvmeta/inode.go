@@ -117,8 +117,10 @@ func (e *Engine) Readlink(ctx context.Context, ino meta.Ino) (string, error) {
 }
 
 // Readdir scans the directory's entries after the given name: one ordered
-// scan of at most limit keys under the 9-byte prefix 'D'+ino, plus one
-// attr read per entry when plus is set. limit <= 0 returns all entries.
+// scan of at most limit keys under the 9-byte prefix 'D'+ino, plus, when
+// plus is set, the entries' attributes in one batch (fillAttrs: one round
+// trip per batch where the backend reads many keys at once). limit <= 0
+// returns all entries.
 // Permission to read the directory is checked when it is opened (Access),
 // as for read(2) on an open descriptor.
 func (e *Engine) Readdir(ctx context.Context, ino meta.Ino, after string, limit int, plus bool) ([]meta.DirEntry, error) {

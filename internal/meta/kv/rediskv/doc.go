@@ -55,7 +55,8 @@
 //     script instead of the MGET (follow.go), which also reads the key
 //     the entry's value names (the child's attributes): also one instant.
 //  2. A Scan WATCHes what it depends on: the sorted set(s) it ranges over
-//     and then the value keys it returns. Its first round also WATCHes
+//     and then the value keys it returns (a limited Scan reads up to 1024
+//     keys a round, an unlimited one 256). Its first round also WATCHes
 //     and re-reads the checks (a changed value is a conflict), and from
 //     then on every point read is WATCHed too, before it is read; so are
 //     the checks once there are more than maxChecks (32) of them.

@@ -10,8 +10,13 @@ import (
 	"shoal/internal/meta/kv"
 )
 
-// scanPage is how many keys one round of Scan reads from Redis.
-const scanPage = 256
+// scanPage is how many keys one round of an unlimited Scan reads from
+// Redis; a Scan with a limit reads up to maxScanPage keys a round (a
+// readdir page of 1000 entries in one round, not four).
+const (
+	scanPage    = 256
+	maxScanPage = 1024
+)
 
 // scanRange is the key range of one Scan: keys with prefix that sort
 // after lo, or from lo itself when loIncl (after was empty).
@@ -54,7 +59,7 @@ func (t *tx) Scan(prefix, after []byte, limit int, fn func(key, value []byte) bo
 	for n := 0; limit <= 0 || n < limit; n++ {
 		want := scanPage
 		if limit > 0 {
-			want = min(scanPage, limit-n)
+			want = min(maxScanPage, limit-n)
 		}
 		k, v, ok, err := m.next(want)
 		if err != nil {
