@@ -3,6 +3,7 @@ package kvmeta
 import (
 	"context"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -20,7 +21,8 @@ import (
 //
 // (the hour of the deletion in UTC; the name cut at a UTF-8 boundary so
 // that the whole stays within meta.MaxNameLen, unique all the same since
-// an inode is in the trash once at most). So there is no moment where the
+// an inode is in the trash once at most; a cut name is kept whole in the
+// xattr trusted.shoal.trash-name, which restore reads and removes). So there is no moment where the
 // file is in neither place, and it keeps one link: open handles go on
 // working, and nothing about orphans changes. A file with other links
 // only loses the name, as before; other types (FIFOs, devices, sockets)
@@ -126,7 +128,12 @@ func (t *txn) moveToTrash(parent meta.Ino, name string, ino meta.Ino, a *meta.At
 	if err != nil || !ok {
 		return meta.Removed{}, false, err
 	}
-	t.tx.Set(dentryKey(hour, trashEntryName(parent, ino, name)), encodeDentry(ino, a.Type))
+	entry := trashEntryName(parent, ino, name)
+	t.tx.Set(dentryKey(hour, entry), encodeDentry(ino, a.Type))
+	if _, _, kept, _ := parseTrashName(entry); kept != name {
+		t.tx.Set(xattrKey(ino, trashNameXattr), []byte(name))
+		t.flags[ino] |= flagXattrs
+	}
 	t.touchDir(hour, h)
 	t.reparent(a, hour)
 	a.Ctime = t.now
@@ -143,7 +150,25 @@ func (t *txn) reparent(a *meta.Attr, dir meta.Ino) {
 	t.charge(dir, space, 1)
 }
 
-// trashEntryName is "<parent>-<ino>-<name>", name cut to fit.
+// trashNameXattr holds the whole name of a file whose trash entry name
+// had to cut it: restore and list use it, restore removes it.
+const trashNameXattr = "trusted.shoal.trash-name"
+
+// trashedName returns the whole name kept for ino (trashNameXattr), or
+// cut, the name its trash entry shows.
+func (t *txn) trashedName(ino meta.Ino, cut string) (string, error) {
+	if t.flags[ino]&flagXattrs == 0 {
+		return cut, nil
+	}
+	full, err := t.tx.Get(xattrKey(ino, trashNameXattr))
+	if err != nil || full == nil || !strings.HasPrefix(string(full), cut) {
+		return cut, err
+	}
+	return string(full), nil
+}
+
+// trashEntryName is "<parent>-<ino>-<name>", name cut to fit (the whole
+// name is then kept in trashNameXattr).
 func trashEntryName(parent, ino meta.Ino, name string) string {
 	prefix := strconv.FormatUint(uint64(parent), 10) + "-" + strconv.FormatUint(uint64(ino), 10) + "-"
 	return prefix + cutName(name, meta.MaxNameLen-len(prefix))

@@ -108,7 +108,9 @@ func (e *Engine) ListTrash(ctx context.Context) ([]meta.TrashEntry, error) {
 				}
 				var a *meta.Attr
 				if a, err = t.attr(ent.Ino); err == nil {
-					out = append(out, trashEntry(h.Name, ent, a))
+					te := trashEntry(h.Name, ent, a)
+					te.OrigName, err = t.trashedName(ent.Ino, te.OrigName)
+					out = append(out, te)
 				}
 			}
 			return err
@@ -164,6 +166,9 @@ func (t *txn) restore(hour, name string) (meta.Restored, error) {
 	if err != nil {
 		return meta.Restored{}, err
 	}
+	if t.flags[ino]&flagXattrs != 0 {
+		t.tx.Delete(xattrKey(ino, trashNameXattr))
+	}
 	t.tx.Delete(dentryKey(hourIno, name))
 	t.touchDir(hourIno, h)
 	t.tx.Set(dentryKey(r.Parent, r.Name), encodeDentry(ino, typ))
@@ -180,6 +185,12 @@ func (t *txn) restore(hour, name string) (meta.Restored, error) {
 // in that parent (name taken) or in the root (parent gone).
 func (t *txn) restorePlace(entry string, ino meta.Ino) (meta.Restored, *meta.Attr, error) {
 	parent, _, name, ok := parseTrashName(entry)
+	if ok {
+		var err error
+		if name, err = t.trashedName(ino, name); err != nil {
+			return meta.Restored{}, nil, err
+		}
+	}
 	r := meta.Restored{Parent: parent, Name: name}
 	d, err := t.dir(parent)
 	switch {
