@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -43,9 +44,7 @@ func PathOf(ctx context.Context, eng Engine, ino Ino) (string, bool) {
 		names = append(names, name)
 		ino = a.Parent
 	}
-	for i, j := 0, len(names)-1; i < j; i, j = i+1, j-1 {
-		names[i], names[j] = names[j], names[i]
-	}
+	slices.Reverse(names)
 	return "/" + strings.Join(names, "/"), true
 }
 

@@ -149,11 +149,12 @@ func (t *txn) prefetchAhead(inos []meta.Ino, entries []dirEntry) error {
 	return kv.PrefetchFollow(t.tx, followEntry(entries[0].parent, entries[0].name), keys...)
 }
 
-// prefetchEntry reads ahead, in one round trip where the store can, what
-// an operation on parent/name reads first: the directory's attributes, the
-// entry and the attributes of the inode it names (kv.PrefetchFollow).
+// prefetchEntry reads ahead, in one round trip on a kv.Prefetcher (and
+// not at all elsewhere), what a lookup of parent/name reads: the
+// directory's attributes, the entry and the attributes of the inode it
+// names.
 func (t *txn) prefetchEntry(parent meta.Ino, name string) error {
-	return kv.PrefetchFollow(t.tx, followEntry(parent, name), attrKey(parent))
+	return t.prefetchAhead(nil, []dirEntry{{parent, name}})
 }
 
 // followEntry names the attributes of the inode the entry parent/name
