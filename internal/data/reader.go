@@ -198,13 +198,17 @@ func (r *Reader) fail(index uint32, p meta.Slice, sliceOff int, key string, err 
 // readBlock copies bytes [bo, bo+len(dst)) of a block into dst: from the
 // cache, by fetching the whole block into the cache (sequential readers,
 // small blocks, large reads), or by a ranged Get straight into dst.
+//
+// A read served by a cached block is a cache hit; a cache miss is counted
+// where a fetch is sent to the store (getBlock, getRange), so a read that
+// joins a fetch already in flight — its own read-ahead's — is neither, and
+// every block read from the store, by a read or by read-ahead, is one miss.
 func (s *Store) readBlock(ctx context.Context, key string, size, bo int, dst []byte, whole bool) error {
 	if data, ok := s.cache.get(key); ok {
 		s.counters.cacheHits.Add(1)
 		copy(dst, data[bo:])
 		return nil
 	}
-	s.counters.cacheMisses.Add(1)
 	// Fetch whole blocks only where the cache keeps them for the next
 	// reads; without a cache a sequential reader would fetch each block
 	// once per read.
@@ -252,6 +256,7 @@ func (s *Store) getBlock(key string, size int) ([]byte, error) {
 		return nil, err
 	}
 	defer func() { <-s.fetches }()
+	s.counters.cacheMisses.Add(1)
 	rc, err := s.objects.Get(s.ctx, key, 0, int64(size)+1)
 	if err != nil {
 		return nil, err
@@ -276,6 +281,7 @@ func (s *Store) getRange(ctx context.Context, key string, off int, dst []byte) e
 		return err
 	}
 	defer func() { <-s.fetches }()
+	s.counters.cacheMisses.Add(1)
 	rc, err := s.objects.Get(ctx, key, int64(off), int64(len(dst)))
 	if err != nil {
 		return err

@@ -193,6 +193,35 @@ func TestReaderReadAhead(t *testing.T) {
 	}
 }
 
+// TestCacheMissesCountFetches: a cache miss is a block fetched from the
+// store, whether a read or its read-ahead fetched it, so a sequential read
+// whose read-ahead always wins still counts one miss per block (and a
+// read served by the block read-ahead brought in is no miss again).
+func TestCacheMissesCountFetches(t *testing.T) {
+	gc := &getCounter{Store: newMem()}
+	const bs = 64 << 10
+	s := newTestStore(t, gc, Config{BlockSize: bs, ReadAhead: 4})
+	e := newEngine(nil)
+	data := pattern(9, 0, 12*bs)
+	writeFile(t, s, e, 1, data)
+	before := s.Stats()
+	r := s.NewReader(1)
+	for off := 0; off < len(data); off += bs / 2 {
+		mustEqual(t, "sequential read", e.readFile(t, r, 1, uint64(off), bs/2), data[off:off+bs/2])
+		s.wg.Wait() // read-ahead wins every race
+	}
+	st := s.Stats()
+	misses, gets := st.CacheMisses-before.CacheMisses, gc.gets.Load()
+	if blocks := int64(12); misses != gets || misses < blocks {
+		t.Fatalf("%d cache misses, %d Gets for %d blocks: want one miss per block fetched", misses, gets, blocks)
+	}
+	again := s.Stats()
+	mustEqual(t, "second read", e.readFile(t, r, 1, 0, len(data)), data)
+	if st := s.Stats(); st.CacheMisses != again.CacheMisses || st.CacheHits <= again.CacheHits {
+		t.Fatalf("reading cached blocks: misses %d→%d, hits %d→%d", again.CacheMisses, st.CacheMisses, again.CacheHits, st.CacheHits)
+	}
+}
+
 func TestReaderRandomRangedGet(t *testing.T) {
 	gc := &getCounter{Store: newMem()}
 	const bs = 1 << 20

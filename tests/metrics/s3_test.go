@@ -40,8 +40,9 @@ func TestObjectCountersS3(t *testing.T) {
 	if got := objDelta(s0, s1, "get"); got.Count < blocks || got.Count > 2*blocks || got.Errors != 0 {
 		t.Errorf("object gets moved by %+v reading %d blocks", got, blocks)
 	}
-	// A read and the read-ahead it started can miss the same block at
-	// once (both then fetch it, as the gets above allow): at most twice.
+	// A miss is a block fetch sent to the store, by a read or by its
+	// read-ahead (a read joining a fetch in flight is not one): each block
+	// once, twice at most where a ranged read and a whole fetch overlap.
 	if got := s1.CacheMisses - s0.CacheMisses; got < blocks || got > 2*blocks {
 		t.Errorf("cache misses moved by %d reading %d blocks once", got, blocks)
 	}
