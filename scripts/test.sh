@@ -108,6 +108,10 @@ start_services() {
 stop_services() {
 	local c
 	for c in "${STOP[@]}"; do $c >/dev/null 2>&1 || echo "test.sh: '$c' failed" >&2; done
+	# The run's scratch dir, unless a mount is still on it.
+	case ${TMPDIR:-} in /tmp/sr.*)
+		grep -q " $TMPDIR/" /proc/mounts || rm -rf --one-file-system "$TMPDIR" ;;
+	esac
 }
 
 check_gofmt() {
@@ -116,10 +120,12 @@ check_gofmt() {
 	[ -z "$bad" ] || { echo "gofmt needed:"; echo "$bad"; return 1; }
 }
 
-# no_leftover_mounts fails if a test left a FUSE mount of its scratch dirs.
+# no_leftover_mounts fails if a test of this run left a FUSE mount of its
+# scratch dirs (under this run's TMPDIR, so another run's live mounts on
+# the same machine are none of its business).
 no_leftover_mounts() {
 	local left
-	left=$(awk '$3 ~ /^fuse/ && $2 ~ /shoal-test-/ {print $2}' /proc/mounts)
+	left=$(awk -v dir="$TMPDIR/shoal-test-" '$3 ~ /^fuse/ && index($2, dir) == 1 {print $2}' /proc/mounts)
 	[ -z "$left" ] && return 0
 	echo "leftover mounts:"; echo "$left"
 	for m in $left; do fusermount3 -u -z "$m"; done
@@ -181,6 +187,11 @@ main() {
 	go version
 	export SHOAL_REQUIRE_SERVICES=1 SHOAL_REQUIRE_FUSE=1
 	step services start_services
+	# The tests' scratch dirs (and their mounts) go under a directory of
+	# this run's own, kept short (a mount's control socket path embeds it)
+	# and searchable by every user (tests run helpers as other uids).
+	TMPDIR=$(mktemp -d /tmp/sr.XXXXXX) && chmod 755 "$TMPDIR" || die "cannot make a scratch directory in /tmp"
+	export TMPDIR
 	step gofmt check_gofmt
 	step vet go vet ./...
 	[ "${SHOAL_TEST_ONLY:-unit}" = unit ] && step unit unit_tests

@@ -28,6 +28,9 @@ func newTempDump() (*tempDump, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Unlinked at once: only the open file holds it, so a process killed
+	// mid-backup leaves nothing behind.
+	os.Remove(f.Name())
 	return &tempDump{f: f}, nil
 }
 
@@ -72,7 +75,5 @@ func (d *tempDump) reader() (io.Reader, error) {
 	return d.f, err
 }
 
-func (d *tempDump) remove() {
-	d.f.Close()
-	os.Remove(d.f.Name())
-}
+// remove drops the dump (its file was unlinked when made).
+func (d *tempDump) remove() { d.f.Close() }

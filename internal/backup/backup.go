@@ -76,7 +76,10 @@ func Once(ctx context.Context, eng meta.Engine, store object.Store) (string, err
 	if err != nil {
 		return "", fmt.Errorf("backup: temporary file: %w", err)
 	}
-	defer func() { tmp.Close(); os.Remove(tmp.Name()) }()
+	// Unlinked at once: only the open file holds it, so a mount killed
+	// mid-backup leaves nothing behind.
+	os.Remove(tmp.Name())
+	defer tmp.Close()
 	if err := dumpTo(ctx, d, tmp); err != nil {
 		return "", err
 	}
