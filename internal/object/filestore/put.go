@@ -112,12 +112,29 @@ func (s *Store) create(dir string, open func() (*os.File, error)) (*os.File, err
 // where the reads that follow find them. A file system that refuses
 // O_DIRECT (tmpfs before Linux 6.6, some FUSE or network file systems)
 // gets plain writes.
+//
+// Objects under directMin go through the page cache too: their copy costs
+// next to nothing, while an O_DIRECT write is a device write of its own
+// that the caller waits for before the fsync even starts, and it splits
+// the object in two (its aligned part written directly, its tail at the
+// fsync). A 4 KiB block with its checksum header and trailer is such an
+// object: written through the page cache, the fsync writes it in one
+// request (measured on the 2-core test machine, whose ext4 has no
+// journal: create + write + fdatasync of 4128 bytes ~6% faster; an
+// fsync(2) of a 4 KiB append through a SQLite mount, p50 0.84 of before
+// in interleaved runs).
 const (
 	// directAlign is the alignment O_DIRECT needs of offsets, lengths and
 	// memory: the largest logical block size of common devices.
 	directAlign = 4096
+	// directMin is the smallest object written with O_DIRECT.
+	directMin   = 64 << 10
 	copyBufSize = 1 << 20
 )
+
+// testHookDirect, if set, is told of each file copyDirect turns O_DIRECT
+// on for.
+var testHookDirect func(f *os.File)
 
 // copyBufs holds the directAlign-aligned buffers writeSync copies through.
 var copyBufs = sync.Pool{New: func() any {
@@ -165,10 +182,13 @@ func drained(r io.Reader, size int64) error {
 }
 
 // copyDirect copies size bytes from r to f through buf, with O_DIRECT
-// (if direct is set) for every full buffer and the aligned part of the
-// last one.
+// (if direct is set and the object has at least directMin bytes) for
+// every full buffer and the aligned part of the last one.
 func copyDirect(f *os.File, r io.Reader, buf []byte, size int64, direct bool) error {
-	direct = direct && size >= directAlign && setDirect(f, true) == nil
+	direct = direct && size >= directMin && setDirect(f, true) == nil
+	if direct && testHookDirect != nil {
+		testHookDirect(f)
+	}
 	var done int64
 	for done < size {
 		n, err := io.ReadFull(r, buf[:min(int64(len(buf)), size-done)])

@@ -77,3 +77,42 @@ func TestPutReadSoonCaches(t *testing.T) {
 		t.Errorf("object without the hint: %.0f%% of its pages cached, want none (written with O_DIRECT)", 100*r)
 	}
 }
+
+// TestPutSmallThroughCache: an object under directMin (a 4 KiB block with
+// its checksum header and trailer) goes through the page cache, on the
+// atomic path and the fresh one alike, so that its fsync writes it in one
+// request rather than after an O_DIRECT write of its aligned part. The
+// test needs a file system that takes O_DIRECT (elsewhere every object
+// goes through the page cache).
+func TestPutSmallThroughCache(t *testing.T) {
+	s := newStore(t)
+	if !directWorks(s.root) {
+		t.Skipf("%s refuses O_DIRECT: objects always go through the page cache", s.root)
+	}
+	var directs []string
+	testHookDirect = func(f *os.File) { directs = append(directs, f.Name()) }
+	defer func() { testHookDirect = nil }()
+	ctx := context.Background()
+	small := bytes.Repeat([]byte("x"), 4096+32)
+	if err := s.Put(ctx, "small", bytes.NewReader(small), int64(len(small))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(object.WithFreshKey(ctx), "fresh/small", bytes.NewReader(small), int64(len(small))); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"small", "fresh/small"} {
+		if r := resident(t, s.path(k)); r < 0.99 {
+			t.Errorf("%s (%d bytes): %.0f%% of its pages cached, want all (written through the page cache)", k, len(small), 100*r)
+		}
+	}
+	if len(directs) != 0 {
+		t.Errorf("small objects written with O_DIRECT: %v", directs)
+	}
+	big := bytes.Repeat([]byte("y"), directMin)
+	if err := s.Put(object.WithFreshKey(ctx), "fresh/big", bytes.NewReader(big), int64(len(big))); err != nil {
+		t.Fatal(err)
+	}
+	if len(directs) != 1 {
+		t.Errorf("an object of directMin bytes: O_DIRECT turned on for %v, want it alone", directs)
+	}
+}

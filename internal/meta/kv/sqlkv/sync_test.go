@@ -95,3 +95,63 @@ func TestSQLiteSyncBesideWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// walDescriptors counts this process's descriptors open on path.
+func walDescriptors(t *testing.T, path string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && target == path {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSQLiteSyncKeepsWALOpen checks that Sync opens the WAL once and
+// keeps it (no open and close per fsync(2) on a mount), leaks no
+// descriptor however often it runs, and lets it go at Close.
+func TestSQLiteSyncKeepsWALOpen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	st, err := Open(ctx, "sqlite://"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncer := st.(kv.Syncer)
+	commit := func(i int) {
+		t.Helper()
+		if err := st.Txn(ctx, func(tx kv.Tx) error { tx.Set(fmt.Appendf(nil, "k%d", i), []byte("v")); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(0)
+	wal := path + "-wal"
+	before := walDescriptors(t, wal) // SQLite's own
+	if err := syncer.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kept := walDescriptors(t, wal)
+	if kept != before+1 {
+		t.Errorf("after Sync: %d descriptors on the WAL, want SQLite's %d and the one Sync keeps", kept, before)
+	}
+	for i := 1; i <= 50; i++ {
+		commit(i)
+		if err := syncer.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := walDescriptors(t, wal); n != kept {
+		t.Errorf("after 50 more Syncs: %d descriptors on the WAL, want %d", n, kept)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := walDescriptors(t, wal); n != 0 {
+		t.Errorf("after Close: %d descriptors on the WAL, want none", n)
+	}
+}
