@@ -9,11 +9,18 @@ import (
 	"shoal/internal/meta"
 )
 
-// readdirPage is how many entries one engine call returns: for a plain
-// readdir, and for a readdirplus whose attributes may serve the kernel's
-// next requests too (see Readdir). A readdirplus page that must be read
-// afresh for every kernel request is as long as the kernel's buffer holds.
+// readdirPage is how many entries one engine call returns for a
+// readdirplus whose attributes may serve the kernel's next requests too
+// (see Readdir), and for a lookup's read-ahead (LookupListed). A
+// readdirplus page that must be read afresh for every kernel request is as
+// long as the kernel's buffer holds.
 const readdirPage = 1000
+
+// listPage is how many names one engine call returns for a plain readdir:
+// names cost the engine little beside the read itself (on Redis one
+// script per page, on SQL one statement), and a window of this many is a
+// megabyte at most.
+const listPage = 8192
 
 // dirStream is an open directory: a window of entries fetched page by page,
 // so a directory of millions of entries is never held whole. Offsets are
@@ -204,12 +211,15 @@ func (fs *FS) fill(ctx context.Context, d *dirStream, off uint64, plus bool) err
 // read began and it is young enough: the kernel consumes one page while
 // the engine reads the next.
 func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
-	after, size := d.before, readdirPage
+	after, size := d.before, listPage
 	if n := len(d.page); n > 0 {
 		after = d.page[n-1].Name
 	}
-	if plus && d.small {
-		size = max(d.plusPage, 1)
+	if plus {
+		size = readdirPage
+		if d.small {
+			size = max(d.plusPage, 1)
+		}
 	}
 	var r readPage
 	if a := d.ahead; a != nil && a.after == after && a.size == size && a.plus == plus {

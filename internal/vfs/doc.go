@@ -80,8 +80,9 @@
 //
 // # Listings
 //
-// An open directory is read a page of 1000 entries at a time, the next
-// page in the background while the kernel consumes one (dir.go). The
+// An open directory is read a page at a time (8192 names, or 1000
+// entries with attributes), the next page in the background while the
+// kernel consumes one (dir.go). The
 // kernel asks for attributes with the first page and while listed names
 // are looked up (readdirplus); a page read with attributes answers its
 // later requests only while this mount completed no operation since it

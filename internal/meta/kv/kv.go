@@ -132,6 +132,37 @@ func PrefetchFollow(tx Tx, f Follow, keys ...[]byte) error {
 	return Prefetch(tx, append(keys, f.From)...)
 }
 
+// ScanAhead names a Scan to read ahead (ScanPrefetcher): up to Limit keys
+// of Prefix after After, as Scan takes them, and, when FollowLen > 0, for
+// each value, the key FollowPrefix plus the value's bytes [FollowOff,
+// FollowOff+FollowLen) (kvmeta: a directory entry's child's attributes).
+// A value too short names nothing.
+type ScanAhead struct {
+	Prefix, After        []byte
+	Limit                int
+	FollowPrefix         []byte
+	FollowOff, FollowLen int
+}
+
+// ScanPrefetcher is implemented by Prefetchers that can read, in the
+// round trip of keys, the first page of a Scan and the keys its values
+// name, all as of one instant: a later Scan of the same Prefix and After
+// starts with that page, and Gets of the keys read are answered from it.
+// It is optional: PrefetchScan falls back to Prefetch of keys, and the
+// Scan and Gets then read as usual.
+type ScanPrefetcher interface {
+	PrefetchScan(s ScanAhead, keys ...[]byte) error
+}
+
+// PrefetchScan reads keys and the page s names ahead through tx, where tx
+// can.
+func PrefetchScan(tx Tx, s ScanAhead, keys ...[]byte) error {
+	if p, ok := tx.(ScanPrefetcher); ok {
+		return p.PrefetchScan(s, keys...)
+	}
+	return Prefetch(tx, keys...)
+}
+
 // PointReader is implemented by stores that read one key cheaper outside
 // an explicit transaction: one statement instead of BEGIN, SELECT and
 // COMMIT (three cgo calls for SQLite; two round trips for PostgreSQL,

@@ -120,17 +120,27 @@ func (e *Engine) Readlink(ctx context.Context, ino meta.Ino) (string, error) {
 // scan of at most limit keys under the 9-byte prefix 'D'+ino, plus, when
 // plus is set, the entries' attributes in one batch (fillAttrs: one round
 // trip per batch where the backend reads many keys at once). limit <= 0
-// returns all entries.
+// returns all entries. Where the store reads a scan ahead
+// (kv.ScanPrefetcher: Redis), the directory's attributes, the page and,
+// with plus, the attributes its entries name are one round trip.
 // Permission to read the directory is checked when it is opened (Access),
 // as for read(2) on an open descriptor.
 func (e *Engine) Readdir(ctx context.Context, ino meta.Ino, after string, limit int, plus bool) ([]meta.DirEntry, error) {
 	var out []meta.DirEntry
 	err := e.view(ctx, func(t *txn) error {
 		out = out[:0]
+		prefix := inoKey(kindDentry, ino)
+		ahead := kv.ScanAhead{Prefix: prefix, After: []byte(after), Limit: limit}
+		if plus {
+			// An entry's value begins with the child's inode number.
+			ahead.FollowPrefix, ahead.FollowLen = []byte{kindAttr}, 8
+		}
+		if err := kv.PrefetchScan(t.tx, ahead, attrKey(ino)); err != nil {
+			return err
+		}
 		if _, err := t.dir(ino); err != nil {
 			return err
 		}
-		prefix := inoKey(kindDentry, ino)
 		var derr error
 		err := t.tx.Scan(prefix, []byte(after), limit, func(key, value []byte) bool {
 			child, typ, err := decodeDentry(value)

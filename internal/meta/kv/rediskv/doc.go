@@ -34,8 +34,8 @@
 // metadata is then served by one master (Cluster buys failover, not
 // sharding), which is what lets every transaction be one MULTI/EXEC.
 //
-// A Scan WATCHes the keys it reads, and Redis keeps those WATCHes in
-// memory until EXEC: read big ranges (a dump of a whole volume) in pages
+// A Scan WATCHes the keys it reads (but for a page read ahead: see
+// Transactions), and Redis keeps those WATCHes in memory until EXEC: read big ranges (a dump of a whole volume) in pages
 // over several transactions, or in one Exclusive, which WATCHes nothing.
 //
 // # Transactions
@@ -60,6 +60,15 @@
 //     and re-reads the checks (a changed value is a conflict), and from
 //     then on every point read is WATCHed too, before it is read; so are
 //     the checks once there are more than maxChecks (32) of them.
+//     Except in a View that WATCHes nothing yet: there kv.ScanPrefetcher's
+//     round (ahead.go) is one script, which re-reads the checks and reads
+//     the point keys, a page of the range (up to 8192 members of its
+//     sorted set and their values) and the keys the values name, all at
+//     one instant; a Scan of that range starts with the page, and Gets of
+//     those keys are answered from it. Nothing of it is WATCHed or made a
+//     check (a page is too many keys to re-read every round): the next
+//     read round, if any, first WATCHes all of it and re-reads it, a
+//     change being a conflict, and goes on WATCHing as above.
 //  3. Writes are buffered in the transaction (Get and Scan read them
 //     back, merged in key order) and nothing reaches Redis before commit.
 //  4. Commit: with nothing WATCHed, a transaction without writes (a View,
@@ -84,7 +93,9 @@
 //
 // Round trips, then: a View of point reads costs one per read round and
 // nothing to commit (kvmeta's Lookup: one, the directory's attributes,
-// the entry and the child's attributes together); a Txn of point reads
+// the entry and the child's attributes together; kvmeta's Readdir: one,
+// the directory's attributes, a page of entries and, for readdirplus,
+// their attributes together); a Txn of point reads
 // one per read round plus one (kvmeta's create and unlink: two). A read of
 // one key outside a transaction (kv.PointReader: kvmeta's Getattr) is one
 // GET on a pooled connection.

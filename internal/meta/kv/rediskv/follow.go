@@ -51,7 +51,7 @@ func (t *tx) PrefetchFollow(f kv.Follow, keys ...[]byte) error {
 		}
 		return t.Prefetch(all...)
 	}
-	if t.watching || t.token != "" || len(t.checks)+len(all)+1 > maxChecks {
+	if t.watching || t.token != "" || t.pendingAhead() || len(t.checks)+len(all)+1 > maxChecks {
 		return t.Prefetch(all...)
 	}
 	var rkeys []string

@@ -55,7 +55,16 @@ func (t *tx) Scan(prefix, after []byte, limit int, fn func(key, value []byte) bo
 		return t.err
 	}
 	r := newScanRange(prefix, after)
-	m := merger{t: t, buf: t.bufferedIn(r), src: t.newSource(r)}
+	m := merger{t: t, buf: t.bufferedIn(r)}
+	if page, rest, ok := t.fromAhead(prefix, after); ok {
+		// Read ahead (PrefetchScan): the page, then the range past it.
+		m.page, m.srcDone = page, rest == nil
+		if rest != nil {
+			m.src = t.newSource(*rest)
+		}
+	} else {
+		m.src = t.newSource(r)
+	}
 	for n := 0; limit <= 0 || n < limit; n++ {
 		want := scanPage
 		if limit > 0 {

@@ -27,6 +27,7 @@ type tx struct {
 	checks   []check           // point reads not WATCHed, to check by value
 	read1    map[string][]byte // values read by key (nil: absent), for re-reads
 	token    string            // an Exclusive's freeze token ("": not one)
+	ahead    *aheadPage        // the page PrefetchScan read, if any
 	err      error
 }
 
@@ -171,15 +172,22 @@ func (t *tx) read(rkeys []string) ([][]byte, error) {
 		all = append(all, c.rkey)
 	}
 	all = append(all, rkeys...)
-	watch := t.watching || len(all) > maxChecks
+	watch := t.watching || len(all) > maxChecks || t.pendingAhead()
 	var mget *redis.SliceCmd
+	var ahead func() error
 	if err := t.pipe(func(p redis.Pipeliner) {
 		if watch {
+			ahead = t.rewatchAhead(p)
 			t.watchIn(p, all...)
 		}
 		mget = p.MGet(t.ctx, all...)
 	}); err != nil {
 		return nil, err
+	}
+	if ahead != nil {
+		if err := ahead(); err != nil {
+			return nil, err
+		}
 	}
 	vals, present, err := mgetValues(mget, len(all))
 	if err != nil {
@@ -277,7 +285,7 @@ func (t *tx) pipe(fn func(p redis.Pipeliner)) error {
 // WATCH them and re-read them, in the round trip of the Scan's first
 // commands (queued by fn); a changed value is a conflict.
 func (t *tx) watchChecks(fn func(p redis.Pipeliner)) error {
-	if len(t.checks) == 0 || t.token != "" {
+	if (len(t.checks) == 0 && !t.pendingAhead()) || t.token != "" {
 		return t.pipe(fn)
 	}
 	rkeys := make([]string, len(t.checks))
@@ -285,13 +293,25 @@ func (t *tx) watchChecks(fn func(p redis.Pipeliner)) error {
 		rkeys[i] = c.rkey
 	}
 	var mget *redis.SliceCmd
+	var ahead func() error
 	err := t.pipe(func(p redis.Pipeliner) {
-		t.watchIn(p, rkeys...)
-		mget = p.MGet(t.ctx, rkeys...)
+		ahead = t.rewatchAhead(p)
+		if len(rkeys) > 0 {
+			t.watchIn(p, rkeys...)
+			mget = p.MGet(t.ctx, rkeys...)
+		}
 		fn(p)
 	})
 	if err != nil {
 		return err
+	}
+	if ahead != nil {
+		if err := ahead(); err != nil {
+			return err
+		}
+	}
+	if mget == nil {
+		return nil
 	}
 	vals, present, err := mgetValues(mget, len(rkeys))
 	if err != nil {

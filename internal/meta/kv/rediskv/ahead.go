@@ -1,0 +1,278 @@
+package rediskv
+
+import (
+	"bytes"
+
+	"github.com/redis/go-redis/v9"
+
+	"shoal/internal/meta/kv"
+)
+
+// maxAheadPage bounds the keys one PrefetchScan reads: a Scan asking for
+// more (or for all) continues past the page with WATCHed rounds.
+const maxAheadPage = 8192
+
+// aheadChunk is how many keys one MGET of aheadScript reads (Lua's unpack
+// has a bound of a few thousand).
+const aheadChunk = 1000
+
+// aheadScript reads, at one instant (a script runs alone), the point keys,
+// up to count members of a "z" set in [min, max], the values of those
+// members' keys and, if flen > 0, the key each value names: fprefix .. the
+// value's bytes (off, off+flen]. ARGV: base, n, n point keys, zkey, min,
+// max, count, vprefix (the value key of a member is vprefix .. member),
+// fprefix, off, flen. It returns {point values, members, values, named
+// values}, false where absent (and where a value names nothing).
+const aheadScript = `
+local n = tonumber(ARGV[2])
+local i = 3 + n
+local zkey, mn, mx, cnt = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+local vprefix, fprefix, off, flen = ARGV[i + 4], ARGV[i + 5], tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])
+local function mget(keys)
+  local out = {}
+  for s = 1, #keys, 1000 do
+    local part = redis.call('MGET', unpack(keys, s, math.min(s + 999, #keys)))
+    for _, v in ipairs(part) do out[#out + 1] = v end
+  end
+  return out
+end
+local pts = {}
+for j = 1, n do pts[j] = ARGV[2 + j] end
+local pv = mget(pts)
+local members = redis.call('ZRANGEBYLEX', zkey, mn, mx, 'LIMIT', 0, cnt)
+local vk = {}
+for j, m in ipairs(members) do vk[j] = vprefix .. m end
+local vals = mget(vk)
+local fvals = {}
+if flen > 0 then
+  local fk, at = {}, {}
+  for j, v in ipairs(vals) do
+    fvals[j] = false
+    if v and #v >= off + flen then
+      fk[#fk + 1] = fprefix .. string.sub(v, off + 1, off + flen)
+      at[#fk] = j
+    end
+  end
+  local got = mget(fk)
+  for j, v in ipairs(got) do fvals[at[j]] = v end
+end
+return {pv, members, vals, fvals}
+`
+
+var aheadScriptSHA = redis.NewScript(aheadScript)
+
+// aheadPage is the page a PrefetchScan read by aheadScript: one instant,
+// nothing WATCHed. Until rewatched, every later read round first WATCHes
+// and re-reads what it read (rewatchAhead), so that all fn is given stays
+// one state.
+type aheadPage struct {
+	prefix, after []byte
+	pairs         []pair // the page, in key order
+	last          []byte // the key of the last member read
+	done          bool   // the range holds nothing past the page
+	zkey          string // the ZRANGEBYLEX that read the page
+	min, max      string
+	count         int
+	members       []string
+	rkeys         []string // point and named keys read (values in read1)
+	rewatched     bool     // WATCHed and found unchanged: EXEC checks it
+}
+
+var _ kv.ScanPrefetcher = (*tx)(nil)
+
+// PrefetchScan implements kv.ScanPrefetcher. In a View that has WATCHed
+// nothing and read no page ahead yet, it is one round trip: aheadScript
+// re-reads the checks and reads keys, the page and the keys its values
+// name, all at one instant. Its reads are not made checks: any later read
+// round WATCHes and re-reads them first. Elsewhere it is Prefetch of keys.
+func (t *tx) PrefetchScan(s kv.ScanAhead, keys ...[]byte) error {
+	if t.err != nil {
+		return t.err
+	}
+	if !t.readOnly || t.watching || t.token != "" || t.ahead != nil || len(s.Prefix) < kv.ScanPrefixLen {
+		return t.Prefetch(keys...)
+	}
+	if err := t.scanAhead(s, keys); err != nil {
+		return t.fail(err)
+	}
+	return nil
+}
+
+// scanAhead runs aheadScript and keeps what it read.
+func (t *tx) scanAhead(s kv.ScanAhead, keys [][]byte) error {
+	var rkeys []string
+	seen := map[string]bool{}
+	for _, k := range keys {
+		rk := t.s.keys.value(k)
+		if _, ok := t.known(k); ok || seen[rk] {
+			continue
+		}
+		seen[rk] = true
+		rkeys = append(rkeys, rk)
+	}
+	r := newScanRange(s.Prefix, s.After)
+	p9 := s.Prefix[:kv.ScanPrefixLen]
+	count := s.Limit
+	if count <= 0 || count > maxAheadPage {
+		count = maxAheadPage
+	}
+	a := &aheadPage{
+		prefix: append([]byte{}, s.Prefix...), after: append([]byte{}, s.After...),
+		zkey: t.s.keys.zset(p9), min: lexFrom(r.lo[kv.ScanPrefixLen:], r.loIncl), max: lexBelow(r.prefix[kv.ScanPrefixLen:]),
+		count: count,
+	}
+	args := make([]any, 0, 3+len(t.checks)+len(rkeys)+8)
+	args = append(args, t.s.keys.base, len(t.checks)+len(rkeys))
+	for _, c := range t.checks {
+		args = append(args, c.rkey)
+	}
+	for _, rk := range rkeys {
+		args = append(args, rk)
+	}
+	fprefix := t.s.keys.value(s.FollowPrefix)
+	args = append(args, a.zkey, a.min, a.max, count, t.s.keys.value(p9), fprefix, s.FollowOff, s.FollowLen)
+	res, err := aheadScriptSHA.Run(t.ctx, t.rtx, []string{t.s.keys.route()}, args...).Slice()
+	if err != nil {
+		return err
+	}
+	if len(res) != 4 {
+		return errScriptReply
+	}
+	pv, _ := res[0].([]any)
+	members, _ := res[1].([]any)
+	vals, _ := res[2].([]any)
+	fvals, _ := res[3].([]any)
+	if len(pv) != len(t.checks)+len(rkeys) || len(vals) != len(members) || (s.FollowLen > 0 && len(fvals) != len(members)) {
+		return errScriptReply
+	}
+	for i, c := range t.checks {
+		if fingerprint(replyValue(pv[i])) != c.fp {
+			return kv.ErrConflict
+		}
+	}
+	if t.read1 == nil {
+		t.read1 = map[string][]byte{}
+	}
+	for i, rk := range rkeys {
+		v, _ := replyValue(pv[len(t.checks)+i])
+		t.read1[rk] = v
+	}
+	a.rkeys = rkeys
+	a.members = make([]string, len(members))
+	a.pairs = make([]pair, 0, len(members))
+	for i, m := range members {
+		ms, ok := m.(string)
+		if !ok {
+			return errScriptReply
+		}
+		a.members[i] = ms
+		key := append(append(make([]byte, 0, len(p9)+len(ms)), p9...), ms...)
+		a.last = key
+		v, present := replyValue(vals[i])
+		if !present {
+			continue // gone meanwhile: impossible at one instant
+		}
+		a.pairs = append(a.pairs, pair{key, v})
+		if s.FollowLen <= 0 || len(v) < s.FollowOff+s.FollowLen {
+			continue
+		}
+		named := fprefix + string(v[s.FollowOff:s.FollowOff+s.FollowLen])
+		got, gotPresent := replyValue(fvals[i])
+		if old, ok := t.read1[named]; ok {
+			// Read before (a check, or a point key above): the same instant
+			// or one the checks tie to it; the value must agree.
+			if !bytes.Equal(old, got) || (old != nil) != gotPresent {
+				return kv.ErrConflict
+			}
+			continue
+		}
+		t.read1[named] = got
+		a.rkeys = append(a.rkeys, named)
+	}
+	a.done = len(members) < count
+	t.ahead = a
+	return nil
+}
+
+// replyValue reads one value of a script's reply: nil and false where
+// absent, a non-nil slice where present.
+func replyValue(r any) ([]byte, bool) {
+	if s, ok := r.(string); ok {
+		return append(make([]byte, 0, len(s)), s...), true
+	}
+	return nil, false
+}
+
+// pendingAhead reports whether a page read ahead still needs rewatching
+// before another read round.
+func (t *tx) pendingAhead() bool { return t.ahead != nil && !t.ahead.rewatched }
+
+// rewatchAhead queues, if the page read ahead is not WATCHed yet, a WATCH
+// of everything aheadScript read and a re-read of it; the returned func
+// (nil if nothing was queued) reports a conflict if any of it changed
+// since. Unchanged, all of it is as of the instant the WATCHes began, and
+// EXEC fails if it changes later.
+func (t *tx) rewatchAhead(p redis.Pipeliner) func() error {
+	a := t.ahead
+	if a == nil || a.rewatched {
+		return nil
+	}
+	all := make([]string, 0, len(a.pairs)+len(a.rkeys))
+	for _, pr := range a.pairs {
+		all = append(all, t.s.keys.value(pr.k))
+	}
+	all = append(all, a.rkeys...)
+	t.watchIn(p, append([]string{a.zkey}, all...)...)
+	zr := p.ZRangeByLex(t.ctx, a.zkey, &redis.ZRangeBy{Min: a.min, Max: a.max, Count: int64(a.count)})
+	var mget *redis.SliceCmd
+	if len(all) > 0 {
+		mget = p.MGet(t.ctx, all...)
+	}
+	return func() error {
+		members, err := zr.Result()
+		if err != nil && err != redis.Nil {
+			return err
+		}
+		if len(members) != len(a.members) {
+			return kv.ErrConflict
+		}
+		for i, m := range members {
+			if m != a.members[i] {
+				return kv.ErrConflict
+			}
+		}
+		if mget != nil {
+			vals, present, err := mgetValues(mget, len(all))
+			if err != nil {
+				return err
+			}
+			for i := range all {
+				var old []byte
+				if i < len(a.pairs) {
+					old = a.pairs[i].v
+				} else {
+					old = t.read1[all[i]]
+				}
+				if (old != nil) != present[i] || !bytes.Equal(old, vals[i]) {
+					return kv.ErrConflict
+				}
+			}
+		}
+		a.rewatched = true
+		return nil
+	}
+}
+
+// fromAhead returns the page read ahead for a Scan of prefix after after,
+// if there is one: its pairs, and the range left past it (nil if none).
+func (t *tx) fromAhead(prefix, after []byte) ([]pair, *scanRange, bool) {
+	a := t.ahead
+	if a == nil || !bytes.Equal(a.prefix, prefix) || !bytes.Equal(a.after, after) {
+		return nil, nil, false
+	}
+	if a.done || a.last == nil {
+		return a.pairs, nil, true
+	}
+	rest := newScanRange(prefix, a.last[len(prefix):])
+	return a.pairs, &rest, true
+}
