@@ -1,8 +1,10 @@
 package kv
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"slices"
 )
 
 // FollowReader is implemented by stores that read a few known keys, and
@@ -122,7 +124,9 @@ func FollowEach(tx Tx, f *Follow, keys ...[]byte) (vals [][]byte, from, next, ne
 	if vals, err = GetMany(tx, keys); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	if from, err = tx.Get(f.From); err != nil {
+	if i := slices.IndexFunc(keys, func(k []byte) bool { return bytes.Equal(k, f.From) }); i >= 0 {
+		from = vals[i] // read already
+	} else if from, err = tx.Get(f.From); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	if next = f.Key(from); next != nil {
