@@ -9,7 +9,12 @@
 // Each Engine method is exactly one kv transaction: Engine.update for
 // operations that change anything, Engine.view (one consistent snapshot)
 // for Lookup, Getattr, Access, Readdir, Readlink, ReadChunk, Getxattr,
-// Listxattr, Statfs, FreedSlices and Load. Backends give serializable
+// Listxattr, Statfs, FreedSlices and Load. Reads known in advance go to the
+// store in one request where it can: Getattr's one key (kv.GetOne), and
+// Lookup's, Access's, Readlink's and a recording-free Open's few keys
+// (Engine.viewAhead, kv.ViewAhead: one round trip on PostgreSQL); should
+// such a view read anything else, it runs again as a plain view, and only
+// that run counts. Backends give serializable
 // transactions and retry conflicts by running the function again, so an
 // operation reads, checks the POSIX rules against what it read, and writes,
 // with no other client's operation in between as far as any reader can tell.

@@ -232,8 +232,21 @@ func (e *Engine) updateIn(ctx context.Context, run func(context.Context, func(kv
 
 // view runs fn in one read-only kv transaction.
 func (e *Engine) view(ctx context.Context, fn func(t *txn) error) error {
+	return e.viewIn(ctx, e.store.View, fn)
+}
+
+// viewAhead is view for an operation whose reads are known ahead: keys,
+// and the key f's From names (kv.ViewAhead: one request on PostgreSQL).
+func (e *Engine) viewAhead(ctx context.Context, f *kv.Follow, keys [][]byte, fn func(t *txn) error) error {
+	return e.viewIn(ctx, func(ctx context.Context, fn func(kv.Tx) error) error {
+		return kv.ViewAhead(ctx, e.store, f, keys, fn)
+	}, fn)
+}
+
+// viewIn is view with the read-only kv transaction run by run.
+func (e *Engine) viewIn(ctx context.Context, run func(context.Context, func(kv.Tx) error) error, fn func(t *txn) error) error {
 	started := time.Now()
-	err := e.store.View(ctx, func(tx kv.Tx) error {
+	err := run(ctx, func(tx kv.Tx) error {
 		t := newTxn(ctx, tx)
 		e.useChunkCache(t)
 		return fn(t)

@@ -9,15 +9,18 @@ import (
 	"shoal/internal/meta/kv"
 )
 
-// Lookup reads the entry and the child's attributes. The parent is read
+// Lookup reads the entry and the child's attributes. The parent is used
 // only when the caller needs a permission check or the name is missing
-// (to tell ENOTDIR and a missing parent from a missing name).
+// (to tell ENOTDIR and a missing parent from a missing name). All three
+// are read ahead in one request where the store can (kv.ViewAhead), the
+// child's attributes named by the entry's value (followEntry).
 func (e *Engine) Lookup(ctx context.Context, parent meta.Ino, name string) (meta.Entry, error) {
+	if len(name) > meta.MaxNameLen {
+		return meta.Entry{}, wrap(syscall.ENAMETOOLONG, "lookup %d/%q", parent, name)
+	}
 	var ent meta.Entry
-	err := e.view(ctx, func(t *txn) error {
-		if len(name) > meta.MaxNameLen {
-			return syscall.ENAMETOOLONG
-		}
+	follow := followEntry(parent, name)
+	err := e.viewAhead(ctx, &follow, [][]byte{attrKey(parent)}, func(t *txn) error {
 		if err := t.prefetchEntry(parent, name); err != nil {
 			return err
 		}
@@ -86,7 +89,7 @@ func (e *Engine) Setattr(ctx context.Context, ino meta.Ino, req meta.SetattrRequ
 
 // Access applies meta.CheckACLAccess: the access ACL, or the mode.
 func (e *Engine) Access(ctx context.Context, ino meta.Ino, mask uint32) error {
-	err := e.view(ctx, func(t *txn) error {
+	err := e.viewAhead(ctx, nil, [][]byte{attrKey(ino)}, func(t *txn) error {
 		a, err := t.attr(ino)
 		if err != nil {
 			return err
@@ -99,7 +102,7 @@ func (e *Engine) Access(ctx context.Context, ino meta.Ino, mask uint32) error {
 // Readlink reads the target record of a symlink.
 func (e *Engine) Readlink(ctx context.Context, ino meta.Ino) (string, error) {
 	var target string
-	err := e.view(ctx, func(t *txn) error {
+	err := e.viewAhead(ctx, nil, [][]byte{symlinkKey(ino), attrKey(ino)}, func(t *txn) error {
 		raw, err := t.tx.Get(symlinkKey(ino))
 		if err != nil {
 			return err

@@ -275,7 +275,8 @@ func (e *Engine) Open(ctx context.Context, ino meta.Ino, mask uint32) (meta.Attr
 	if write {
 		err = e.update(ctx, fn)
 	} else {
-		err = e.view(ctx, fn)
+		// Only the attributes (and an ACL, rarely): read ahead.
+		err = e.viewAhead(ctx, nil, [][]byte{attrKey(ino)}, fn)
 	}
 	if err != nil {
 		e.opens.release(ino)

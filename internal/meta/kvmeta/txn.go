@@ -226,7 +226,9 @@ type dirEntry struct {
 //
 // A store that keeps what it reads ahead itself (kv.Prefetcher: Redis)
 // is asked through prefetchAhead instead, which also reads the attributes
-// of the first entry's inode in the same round trip.
+// of the first entry's inode in the same round trip; a transaction that
+// can follow an entry (kv.FollowGetter: sqlkv, one statement on
+// PostgreSQL) reads them too (prefetchFollow).
 func (t *txn) prefetch(inos []meta.Ino, entries ...dirEntry) error {
 	if _, ok := t.tx.(kv.Prefetcher); ok {
 		return t.prefetchAhead(inos, entries)
@@ -249,12 +251,20 @@ func (t *txn) prefetch(inos []meta.Ino, entries ...dirEntry) error {
 	for _, e := range entries {
 		keys = append(keys, dentryKey(e.parent, e.name))
 	}
-	if len(keys) < 2 {
-		return nil // no round trip to save
-	}
-	raws, err := kv.GetMany(t.tx, keys)
-	if err != nil {
-		return err
+	var raws [][]byte
+	var err error
+	if _, ok := t.tx.(kv.FollowGetter); ok && len(entries) > 0 {
+		// The attributes the first entry names, in the same round trip.
+		if raws, err = t.prefetchFollow(keys, entries[0]); err != nil {
+			return err
+		}
+	} else {
+		if len(keys) < 2 {
+			return nil // no round trip to save
+		}
+		if raws, err = kv.GetMany(t.tx, keys); err != nil {
+			return err
+		}
 	}
 	for i, ino := range attrInos {
 		if raws[i] != nil {
@@ -270,4 +280,25 @@ func (t *txn) prefetch(inos []meta.Ino, entries ...dirEntry) error {
 		t.prefetched[string(k)] = raws[nAttrs+i]
 	}
 	return nil
+}
+
+// prefetchFollow reads keys and the attributes of the inode entry e names
+// in one round trip (kv.GetManyFollow), keeping those attributes unless
+// cached already; it returns the values of keys.
+func (t *txn) prefetchFollow(keys [][]byte, e dirEntry) ([][]byte, error) {
+	f := followEntry(e.parent, e.name)
+	raws, from, _, nextVal, err := kv.GetManyFollow(t.tx, &f, keys...)
+	if err != nil || from == nil || nextVal == nil {
+		return raws, err
+	}
+	ino, _, err := decodeDentry(from)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := t.attrs[ino]; !ok {
+		if _, err := t.keepAttr(ino, nextVal); err != nil {
+			return nil, err
+		}
+	}
+	return raws, nil
 }

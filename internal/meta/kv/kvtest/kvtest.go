@@ -45,6 +45,8 @@ func Run(t *testing.T, newStore func(t *testing.T) kv.Store, opts ...Option) {
 		{"ManyKeysPaged", testManyKeysPaged},
 		{"GetMany", testGetMany},
 		{"GetOne", testGetOne},
+		{"ViewAhead", testViewAhead},
+		{"ViewAheadOneState", testViewAheadOneState},
 		{"ExclusiveHoldsWritersOff", withPeer(testExclusiveHoldsWritersOff)},
 		{"ExclusiveLarge", withPeer(testExclusiveLarge)},
 		{"Close", testClose},

@@ -1,7 +1,6 @@
 package kvtest
 
 import (
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,7 @@ type Proxy struct {
 	ln      net.Listener
 	conns   map[net.Conn]bool
 	latency atomic.Int64 // added to each client→server write, ns
+	turns   atomic.Int64 // round trips: see RoundTrips
 }
 
 // NewProxy starts a proxy to target (host:port) on a free loopback port.
@@ -41,6 +41,12 @@ func NewProxy(t testing.TB, target string) *Proxy {
 // SetLatency delays everything the client sends by d (0: none), which
 // makes round trips count in benchmarks on a noisy machine.
 func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
+
+// RoundTrips counts the client's turns to speak so far, over every
+// connection: a burst of client→server data after the server answered
+// (or the first on a connection) is one round trip. A test reads it
+// before and after an operation, run alone, to count what it costs.
+func (p *Proxy) RoundTrips() int64 { return p.turns.Load() }
 
 // Addr is the proxy's host:port.
 func (p *Proxy) Addr() string { return p.addr }
@@ -95,12 +101,18 @@ func (p *Proxy) pipe(c net.Conn) {
 		return
 	}
 	done := make(chan struct{}, 2)
-	cp := func(dst, src net.Conn, delay *atomic.Int64) {
-		p.copy(dst, src, delay) // a closed connection ends the copy
+	var answered atomic.Bool // the server spoke since the client last did
+	answered.Store(true)
+	cp := func(dst, src net.Conn, delay *atomic.Int64, chunk func()) {
+		p.copy(dst, src, delay, chunk) // a closed connection ends the copy
 		done <- struct{}{}
 	}
-	go cp(s, c, &p.latency)
-	go cp(c, s, nil)
+	go cp(s, c, &p.latency, func() {
+		if answered.Swap(false) {
+			p.turns.Add(1)
+		}
+	})
+	go cp(c, s, nil, func() { answered.Store(true) })
 	<-done
 	_ = c.Close()
 	_ = s.Close()
@@ -110,18 +122,18 @@ func (p *Proxy) pipe(c net.Conn) {
 	p.mu.Unlock()
 }
 
-// copy copies src to dst, sleeping *delay before each write if set.
-func (p *Proxy) copy(dst, src net.Conn, delay *atomic.Int64) {
-	if delay == nil {
-		_, _ = io.Copy(dst, src)
-		return
-	}
+// copy copies src to dst, calling chunk before each write and sleeping
+// *delay (if set) before it.
+func (p *Proxy) copy(dst, src net.Conn, delay *atomic.Int64, chunk func()) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if d := time.Duration(delay.Load()); d > 0 {
-				time.Sleep(d)
+			chunk()
+			if delay != nil {
+				if d := time.Duration(delay.Load()); d > 0 {
+					time.Sleep(d)
+				}
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return

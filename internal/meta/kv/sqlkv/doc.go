@@ -20,7 +20,12 @@
 // network round trip per write. PostgreSQL also pipelines (pgpool.go):
 // BEGIN travels with the first read, the writes with COMMIT, so an
 // operation costs one round trip per dependent read (GetMany reads many
-// keys in one) plus one. Either way the database gives read-your-writes,
+// keys in one) plus one. A read whose keys are known ahead (kv.ViewAhead:
+// a lookup's directory attributes, entry, and the attributes the entry
+// names) is one statement sent with its BEGIN ... READ ONLY and COMMIT in
+// one pipeline (follow.go): one round trip, in the transaction a View
+// would run; inside a transaction the same statement reads an entry and
+// the attributes it names together (kv.FollowGetter). Either way the database gives read-your-writes,
 // rollback and ordering (the server runs pipelined statements in order
 // and stops at the first error); Tx keeps the first error and reports it
 // from every later call and from the transaction. Scan

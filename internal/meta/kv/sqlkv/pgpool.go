@@ -249,3 +249,49 @@ func (c *pgConn) rollback() {
 	}
 	c.pc.Release()
 }
+
+var _ aloneReader = (*pgPool)(nil)
+
+// readAlone runs read statement i as a whole View transaction in one
+// pipeline: BEGIN ... READ ONLY, the statement, COMMIT. The rows count
+// only if the COMMIT succeeds (a serializable read is valid once its
+// transaction committed), so fn's rows are the caller's to drop on an
+// error.
+func (p *pgPool) readAlone(ctx context.Context, i int, args []any, fn func(cols [][]byte) error) error {
+	c, err := p.begin(ctx, true)
+	if err != nil {
+		return err
+	}
+	pc := c.(*pgConn)
+	defer pc.rollback()
+	pc.batch.Queue(p.queries[i], args...)
+	pc.batch.Queue("COMMIT")
+	b := pc.batch
+	pc.batch = pgx.Batch{}
+	pc.sent = true
+	br := pc.pc.SendBatch(ctx, &b)
+	err = func() error {
+		if _, err := br.Exec(); err != nil { // BEGIN
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		if err := eachPgRow(rows, fn); err != nil {
+			return err
+		}
+		tag, err := br.Exec()
+		if err == nil && tag.String() != "COMMIT" {
+			err = errRolledBack
+		}
+		return err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		pc.end()
+	}
+	return err
+}

@@ -30,9 +30,10 @@ type dialect interface {
 	rebind(query string) string
 	// batchQueries returns an upsert of many (key, value) pairs taking a
 	// key array and a value array, a delete taking a key array and a
-	// read of the (k, v) rows of a key array (for GetMany); or "", "", ""
-	// if the dialect runs each write at once.
-	batchQueries() (setMany, deleteMany, getMany string)
+	// read of the (k, v) rows of a key array (for GetMany) and
+	// ReadFollow's statement (follow.go); or "" for each if the dialect
+	// runs each write at once.
+	batchQueries() (setMany, deleteMany, getMany, readFollow string)
 	// schema returns the statements creating the tables if absent, after
 	// serializing concurrent set-ups where the database needs it.
 	schema() []string

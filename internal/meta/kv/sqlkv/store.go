@@ -134,7 +134,7 @@ func (s *Store) init(ctx context.Context) error {
 	}
 	all := queries
 	var getMany string
-	all[stmtSetMany], all[stmtDeleteMany], getMany = s.dialect.batchQueries()
+	all[stmtSetMany], all[stmtDeleteMany], getMany, all[stmtReadFollow] = s.dialect.batchQueries()
 	if getMany != "" {
 		all[stmtGetMany] = getMany
 	}

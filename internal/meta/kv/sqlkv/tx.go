@@ -22,6 +22,7 @@ const (
 	stmtSetMany    // batched upsert (dialects with arrays only)
 	stmtDeleteMany // batched delete (dialects with arrays only)
 	stmtGetMany    // k IN (getManyBatch keys)
+	stmtReadFollow // keys and the key one names (PostgreSQL only: follow.go)
 	numStmts
 )
 

@@ -1,0 +1,121 @@
+package kvmeta_test
+
+import (
+	"context"
+	"net/url"
+	"syscall"
+	"testing"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv/kvtest"
+)
+
+// TestPostgresRoundTrips counts the network round trips of the reads a
+// stat costs on PostgreSQL, through a proxy in front of the server: a
+// lookup, of a name present or missing, is one (BEGIN, one SELECT of the
+// directory's attributes, the entry and the attributes it names, and
+// COMMIT, in one pipeline: kv.ViewAhead); a getattr one; an open that
+// records nothing one; an unlink two (the directory's attributes, the
+// entry and the attributes it names in one statement, kv.GetManyFollow;
+// then the writes with COMMIT). It also checks the answers, and logs what
+// the other operations cost.
+func TestPostgresRoundTrips(t *testing.T) {
+	base := serviceURL(t, "SHOAL_TEST_PG")
+	u, err := url.Parse(pgSchema(t, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := kvtest.NewProxy(t, u.Host)
+	u.Host = p.Addr()
+	e := openSQL(t, u.String())
+	t.Cleanup(func() { _ = e.Close() })
+	bg := context.Background()
+	if err := e.Format(bg, meta.Format{Name: "test", Storage: "mem", BlockSize: 1 << 20}, false); err != nil {
+		t.Fatalf("Format: %v", err)
+	}
+	ctx := meta.WithCred(bg, meta.Cred{Uid: 1000, Gid: 1000, Trusted: true})
+	// cost runs op a few times and returns the fewest round trips one
+	// run took (a pooled connection idle for a while is pinged first).
+	cost := func(what string, op func(i int) error) int64 {
+		t.Helper()
+		best := int64(-1)
+		for i := range 3 {
+			before := p.RoundTrips()
+			if err := op(i); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if n := p.RoundTrips() - before; best < 0 || n < best {
+				best = n
+			}
+		}
+		t.Logf("%s: %d round trips", what, best)
+		return best
+	}
+	names := []string{"a", "b", "c"}
+	var inos [3]meta.Ino
+	cost("create", func(i int) error {
+		ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: names[i], Type: meta.TypeFile, Mode: 0o644, Exclusive: true})
+		inos[i] = ent.Ino
+		return err
+	})
+	if n := cost("lookup", func(i int) error {
+		ent, err := e.Lookup(ctx, meta.RootIno, names[i])
+		if err == nil && (ent.Ino != inos[i] || ent.Attr.Type != meta.TypeFile) {
+			t.Errorf("lookup %s: got %+v, want ino %d", names[i], ent, inos[i])
+		}
+		return err
+	}); n != 1 {
+		t.Errorf("lookup of a present name: %d round trips, want 1", n)
+	}
+	if n := cost("lookup missing", func(int) error {
+		if _, err := e.Lookup(ctx, meta.RootIno, "missing"); err != syscall.ENOENT {
+			t.Errorf("lookup of a missing name: %v, want ENOENT", err)
+		}
+		return nil
+	}); n != 1 {
+		t.Errorf("lookup of a missing name: %d round trips, want 1", n)
+	}
+	if n := cost("lookup in a file", func(i int) error {
+		if _, err := e.Lookup(ctx, inos[i], "x"); err != syscall.ENOTDIR {
+			t.Errorf("lookup in a file: %v, want ENOTDIR", err)
+		}
+		return nil
+	}); n != 1 {
+		t.Errorf("lookup in a file: %d round trips, want 1", n)
+	}
+	if n := cost("getattr", func(i int) error {
+		_, err := e.Getattr(ctx, inos[i])
+		return err
+	}); n != 1 {
+		t.Errorf("getattr: %d round trips, want 1", n)
+	}
+	if n := cost("open", func(i int) error {
+		_, err := e.(meta.OpenTracker).Open(ctx, inos[i], meta.MayRead)
+		return err
+	}); n != 1 {
+		t.Errorf("open: %d round trips, want 1", n)
+	}
+	var ids [3]meta.SliceID
+	cost("slice id", func(i int) (err error) {
+		ids[i], err = e.NewSliceID(ctx)
+		return err
+	})
+	cost("write chunk", func(i int) error {
+		_, err := e.WriteChunk(ctx, inos[i], 0, meta.Slice{ID: ids[i], Size: 4096, Len: 4096})
+		return err
+	})
+	cost("append chunk", func(i int) error {
+		_, err := e.WriteChunk(ctx, inos[i], 0, meta.Slice{ID: ids[i], Size: 4096, Len: 4096, Pos: 4096})
+		return err
+	})
+	cost("read chunk", func(i int) error {
+		_, err := e.ReadChunk(ctx, inos[i], 0)
+		return err
+	})
+	if n := cost("unlink", func(i int) error {
+		_, err := e.Unlink(ctx, meta.RootIno, names[i])
+		return err
+	}); n != 2 {
+		t.Errorf("unlink: %d round trips, want 2 (the entry and the attributes it names, then the writes and COMMIT)", n)
+	}
+}
