@@ -36,8 +36,10 @@ const plusEntrySize = 128 + 24 + 16
 
 // ReadDirPlus implements fuse.RawFileSystem: entries come with their
 // attributes, so `ls -l` and stat-every-entry need no further lookups.
-// The kernel asks for it for every page of a listing (Mount), and caches
-// the names and attributes for the entry and attribute timeouts.
+// The kernel asks for it for the first page of a listing and for the
+// pages after names of it were looked up (READDIRPLUS_AUTO, see
+// mountOptions), and caches the names and attributes for the entry and
+// attribute timeouts.
 // Attributes read for an earlier request may answer this one (see
 // vfs.FS.Readdir), for at most half the shorter timeout, and each entry's
 // timeouts are shortened by its attributes' age: nothing stays cached
