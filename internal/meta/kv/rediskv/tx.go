@@ -27,6 +27,8 @@ type tx struct {
 	checks   []check           // point reads not WATCHed, to check by value
 	read1    map[string][]byte // values read by key (nil: absent), for re-reads
 	token    string            // an Exclusive's freeze token ("": not one)
+	seedable bool              // the first read round may take seeds (seeds.go)
+	seeded   []string          // Redis keys whose values came from seeds
 	err      error
 }
 
@@ -115,9 +117,12 @@ func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
 	if len(rkeys) == 0 {
 		return out, nil
 	}
-	vals, err := t.read(rkeys)
-	if err != nil {
-		return nil, t.fail(err)
+	vals, ok := t.seed(rkeys)
+	if !ok {
+		var err error
+		if vals, err = t.read(rkeys); err != nil {
+			return nil, t.fail(err)
+		}
 	}
 	if t.read1 == nil {
 		t.read1 = map[string][]byte{}
@@ -185,6 +190,7 @@ func (t *tx) read(rkeys []string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.s.seeds.put(all, vals, present)
 	for i, c := range t.checks {
 		if fingerprint(vals[i], present[i]) != c.fp {
 			return nil, kv.ErrConflict
