@@ -501,3 +501,45 @@ func TestChunkCacheClaims(t *testing.T) {
 	want = got
 	check("after concurrent writes")
 }
+
+// TestNewFileChunkKnownEmpty: the first commit to a file this client just
+// created reads no chunk keys (a Scan, which on Redis turns the commit
+// into a WATCHed MULTI/EXEC); a write by another client first is still
+// seen, by the generation it raised.
+func TestNewFileChunkKnownEmpty(t *testing.T) {
+	store := memkv.New()
+	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
+	ca, cb := &counting{Store: store}, &counting{Store: store}
+	a, b := New(ca, Options{}), New(cb, Options{})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	if err := a.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1 := meta.Slice{ID: 1, Size: 100, Len: 100}
+	s2 := meta.Slice{ID: 2, Size: 50, Len: 50, Pos: 200}
+	mine := mkfile(t, a, ctx, "mine")
+	ca.scanned()
+	if _, err := a.WriteChunk(ctx, mine, 0, s1); err != nil {
+		t.Fatal(err)
+	}
+	if n := ca.scanned(); n != 0 {
+		t.Errorf("first commit to a new file scanned %d times, want 0", n)
+	}
+	theirs := mkfile(t, a, ctx, "theirs")
+	for i, c := range []struct {
+		e *Engine
+		s meta.Slice
+	}{{b, s1}, {a, s2}} {
+		if _, err := c.e.WriteChunk(ctx, theirs, 0, c.s); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	for _, e := range []*Engine{a, b} {
+		if got, err := e.ReadChunk(ctx, theirs, 0); err != nil || !slices.Equal(got, []meta.Slice{s1, s2}) {
+			t.Fatalf("list after the other client's write: %v, %v; want %v", got, err, []meta.Slice{s1, s2})
+		}
+	}
+}

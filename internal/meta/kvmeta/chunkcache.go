@@ -91,15 +91,21 @@ func (c *chunkCache) release(ref chunkRef, list []meta.Slice) {
 // appendRoom is the spare capacity of a list get returns.
 const appendRoom = 64
 
+// entrySize is what an entry counts against maxCachedRecords: its records
+// and pieces, and one for itself (the empty lists of new files, see
+// Engine.Mknod, are entries too).
+func entrySize(list []meta.Slice, painted *painting) int { return 1 + len(list) + painted.size() }
+
 // put caches chunk ref's list, keys and painting (nil if unknown) at gen
-// (nil list: forget it), unclaimed. The caller gives them up, with the
+// (nil list: forget it; an empty one is a chunk known to have no records),
+// unclaimed. The caller gives them up, with the
 // list's spare capacity, which a later claim appends into.
 func (c *chunkCache) put(ref chunkRef, gen uint64, list []meta.Slice, keys [][]byte, painted *painting) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.drop(ref)
-	size := len(list) + painted.size()
-	if len(list) == 0 || size > maxCachedRecords/4 {
+	size := entrySize(list, painted)
+	if list == nil || size > maxCachedRecords/4 {
 		return
 	}
 	for c.records+size > maxCachedRecords {
@@ -151,7 +157,7 @@ func (c *chunkCache) forget(ino meta.Ino) {
 func (c *chunkCache) drop(ref chunkRef) {
 	m := c.inodes[ref.ino]
 	if e, ok := m[ref.index]; ok {
-		c.records -= len(e.list) + e.painted.size()
+		c.records -= entrySize(e.list, e.painted)
 		delete(m, ref.index)
 		if len(m) == 0 {
 			delete(c.inodes, ref.ino)

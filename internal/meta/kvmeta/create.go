@@ -36,7 +36,22 @@ func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, 
 	if err != nil {
 		return meta.Entry{}, wrap(err, "mknod %d/%q", req.Parent, req.Name)
 	}
+	if ent.Ino == ino && req.Type == meta.TypeFile {
+		e.noteEmptyFile(ino)
+	}
 	return ent, nil
+}
+
+// noteEmptyFile caches, on a volume with the chunk cache, the first chunk
+// of a regular file this client just created as empty at generation 0:
+// inode numbers are never reused, so it has no chunk keys, and any write
+// of them by anyone raises the generation (chunkcache.go). Its first
+// commit (and read) then need not read the chunk: on Redis that read is a
+// Scan, which WATCHes and turns the commit into MULTI/EXEC.
+func (e *Engine) noteEmptyFile(ino meta.Ino) {
+	if f := e.cachedFormat(); f != nil && f.Version >= appendedChunksVersion {
+		e.chunks.put(chunkRef{ino, 0}, 0, make([]meta.Slice, 0, appendRoom), nil, nil)
+	}
 }
 
 // opener counts and records an open made inside a write transaction that

@@ -89,16 +89,26 @@
 //     retry bound (30 s by default) is spent; then the error wraps
 //     meta.ErrUnavailable. An error during the commit of a transaction
 //     with writes has an unknown outcome and is returned at once as
-//     meta.ErrUnavailable (running fn twice could apply it twice).
+//     meta.ErrUnavailable (running fn twice could apply it twice), unless
+//     no connection could be made (the commit was never sent).
+//  6. Seeds (seeds.go): the first attempt of a Txn may take its first
+//     read round from the values this client read or wrote in the last
+//     half second, when it has them all, instead of reading them: they
+//     become checks like read values, so the commit script compares them,
+//     and a seeded Txn that ends without writes still runs it, to
+//     validate them before its outcome (an error such as EEXIST) is
+//     believed. A stale seed is a conflict, and the retry reads.
 //
 // Round trips, then: a View of point reads costs one per read round and
 // nothing to commit (kvmeta's Lookup: one, the directory's attributes,
 // the entry and the child's attributes together; kvmeta's Readdir: one,
 // the directory's attributes, a page of entries and, for readdirplus,
 // their attributes together); a Txn of point reads
-// one per read round plus one (kvmeta's create and unlink: two). A read of
-// one key outside a transaction (kv.PointReader: kvmeta's Getattr) is one
-// GET on a pooled connection.
+// one per read round plus one (kvmeta's create and unlink: two), less
+// the first round when seeds cover it (a create or unlink after the
+// kernel's lookup of the name: one). A read of one key outside a
+// transaction (kv.PointReader: kvmeta's Getattr) is one GET on a pooled
+// connection.
 //
 // A consequence of optimism: an attempt that is later discarded may have
 // shown fn a mix of states (a value read before another client's commit,

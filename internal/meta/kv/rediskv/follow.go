@@ -65,6 +65,9 @@ func (t *tx) PrefetchFollow(f kv.Follow, keys ...[]byte) error {
 		rkeys = append(rkeys, rk)
 	}
 	rkeys = append(rkeys, t.s.keys.value(f.From)) // last: the one followed
+	if t.seedFollow(f, rkeys) {
+		return nil
+	}
 	if err := t.follow(f, rkeys); err != nil {
 		return t.fail(err)
 	}
@@ -132,13 +135,16 @@ func (t *tx) follow(f kv.Follow, rkeys []string) error {
 	if t.read1 == nil {
 		t.read1 = map[string][]byte{}
 	}
-	for _, rk := range rkeys {
+	vals, presents := make([][]byte, len(rkeys)), make([]bool, len(rkeys))
+	for i, rk := range rkeys {
 		v, present := value(got[rk])
 		t.checks = append(t.checks, check{rkey: rk, fp: fingerprint(v, present)})
 		if present && v == nil {
 			v = []byte{}
 		}
 		t.read1[rk] = v
+		vals[i], presents[i] = v, present
 	}
+	t.s.seeds.put(rkeys, vals, presents)
 	return nil
 }

@@ -50,6 +50,7 @@ type Store struct {
 	retryTimeout time.Duration
 	freezeTTL    time.Duration // freezeTTL; tests shorten it
 	closed       atomic.Bool
+	seeds        seedCache // values lately read or written (seeds.go)
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -176,6 +177,7 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 		switch {
 		case errors.Is(err, redis.Nil):
 			out = nil
+			s.seeds.put([]string{s.keys.value(key)}, [][]byte{nil}, []bool{false})
 			return kv.Fatal, nil
 		case err != nil:
 			return classify(err), s.wrap("get", err)
@@ -183,6 +185,7 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 			v = []byte{}
 		}
 		out = v
+		s.seeds.put([]string{s.keys.value(key)}, [][]byte{append([]byte{}, v...)}, []bool{true})
 		return kv.Fatal, nil
 	})
 	return out, err

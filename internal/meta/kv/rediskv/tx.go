@@ -28,6 +28,8 @@ type tx struct {
 	read1    map[string][]byte // values read by key (nil: absent), for re-reads
 	token    string            // an Exclusive's freeze token ("": not one)
 	ahead    *aheadPage        // the page PrefetchScan read, if any
+	seedable bool              // the first read round may take seeds (seeds.go)
+	seeded   []string          // Redis keys whose values came from seeds
 	err      error
 }
 
@@ -116,9 +118,12 @@ func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
 	if len(rkeys) == 0 {
 		return out, nil
 	}
-	vals, err := t.read(rkeys)
-	if err != nil {
-		return nil, t.fail(err)
+	vals, ok := t.seed(rkeys)
+	if !ok {
+		var err error
+		if vals, err = t.read(rkeys); err != nil {
+			return nil, t.fail(err)
+		}
 	}
 	if t.read1 == nil {
 		t.read1 = map[string][]byte{}
@@ -193,6 +198,7 @@ func (t *tx) read(rkeys []string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.s.seeds.put(all, vals, present)
 	for i, c := range t.checks {
 		if fingerprint(vals[i], present[i]) != c.fp {
 			return nil, kv.ErrConflict

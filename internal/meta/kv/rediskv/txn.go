@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 
 	"github.com/redis/go-redis/v9"
@@ -20,21 +21,28 @@ func (s *Store) txn(ctx context.Context, readOnly bool, fn func(kv.Tx) error) er
 	if s.closed.Load() {
 		return errClosed
 	}
+	first := true
 	return kv.Retry(ctx, "rediskv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
-		return s.attempt(ctx, readOnly, fn)
+		seedable := first && !readOnly
+		first = false
+		return s.attempt(ctx, readOnly, seedable, fn)
 	})
 }
 
 // attempt runs fn once and commits. A nil error means committed.
-func (s *Store) attempt(ctx context.Context, readOnly bool, fn func(kv.Tx) error) (kv.Class, error) {
+// seedable: its first read round may take seeds (seeds.go).
+func (s *Store) attempt(ctx context.Context, readOnly, seedable bool, fn func(kv.Tx) error) (kv.Class, error) {
 	class, result := kv.Fatal, error(nil)
 	var routing []string
 	if s.cluster {
 		routing = []string{s.keys.route()} // picks the namespace's node
 	}
 	err := s.client.Watch(ctx, func(rtx *redis.Tx) error {
-		t := &tx{s: s, ctx: ctx, rtx: rtx, readOnly: readOnly, watched: map[string]bool{}}
+		t := &tx{s: s, ctx: ctx, rtx: rtx, readOnly: readOnly, seedable: seedable, watched: map[string]bool{}}
 		class, result = t.finish(fn(t))
+		if result != nil && len(t.seeded) > 0 {
+			s.seeds.drop(t.seeded)
+		}
 		if t.watching {
 			// The connection goes back to the pool: drop its WATCHes, or
 			// a later transaction on it could fail for our keys.
@@ -73,13 +81,22 @@ func (t *tx) finish(fnErr error) (kv.Class, error) {
 	switch class := classify(err); {
 	case err == nil:
 		return kv.Fatal, nil
-	case class == kv.Unavailable && len(t.writes) > 0:
+	case class == kv.Unavailable && len(t.writes) > 0 && !unsent(err):
 		// EXEC may or may not have run: running fn again could apply it
 		// twice, so report the outcome as unknown at once.
 		return kv.Fatal, fmt.Errorf("rediskv: %s: commit outcome unknown: %w (%w)", t.s.name, meta.ErrUnavailable, err)
 	default:
 		return class, t.s.wrap("commit", err)
 	}
+}
+
+// unsent says err is a failure to reach the server at all (no connection
+// could be made, or none was free): the commit was never sent and may run
+// again. A seeded transaction's commit is often its first command, so this
+// is how it meets a server that went away (seeds.go).
+func unsent(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, redis.ErrPoolTimeout) || errors.As(err, &op) && op.Op == "dial"
 }
 
 // commit applies the writes, checking the reads first.
@@ -95,8 +112,10 @@ func (t *tx) commit() error {
 	if t.token != "" {
 		return t.commitExclusive()
 	}
+	// A seeded transaction is validated even without writes (seeds.go).
+	validate := len(t.writes) > 0 || len(t.seeded) > 0
 	var args []any
-	if len(t.writes) > 0 {
+	if validate {
 		head := []any{t.s.keys.base, "", len(t.checks)}
 		for _, c := range t.checks {
 			head = append(head, c.rkey, c.fp)
@@ -105,10 +124,14 @@ func (t *tx) commit() error {
 	}
 	route := []string{t.s.keys.route()}
 	if !t.watching {
-		if len(t.writes) == 0 {
+		if !validate {
 			return nil
 		}
-		return scriptResult(commitScriptSHA.Run(t.ctx, t.rtx, route, args...))
+		err := scriptResult(commitScriptSHA.Run(t.ctx, t.rtx, route, args...))
+		if err == nil {
+			t.seedWrites()
+		}
+		return err
 	}
 	var eval *redis.Cmd
 	_, err := t.rtx.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
@@ -121,7 +144,9 @@ func (t *tx) commit() error {
 	})
 	t.watching = false // EXEC, run or refused, ends every WATCH
 	if err == nil && eval != nil {
-		return scriptResult(eval)
+		if err = scriptResult(eval); err == nil {
+			t.seedWrites()
+		}
 	}
 	return err
 }

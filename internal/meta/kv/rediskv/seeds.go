@@ -1,0 +1,179 @@
+package rediskv
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"shoal/internal/meta/kv"
+)
+
+// Seeds: the read round a write transaction need not make.
+//
+// A file-system operation usually reads, just before its transaction, the
+// very keys the transaction reads first: the kernel looks a name up (the
+// parent's attributes, the entry, the inode it names) and then creates,
+// unlinks or renames it. Point reads here are checked by value at commit
+// (tx.checks, commitScript), not by WATCH, so a write transaction may take
+// those values from what this client read or wrote a moment before
+// instead of reading them again: the commit script compares them with the
+// stored ones and writes nothing if any differs (a conflict). The values
+// are then never trusted without that comparison, and every transaction
+// stays serializable whatever their age; a stale seed costs a retry,
+// which reads afresh.
+//
+// Rules that keep it so, and keep retries rare:
+//   - only a write transaction's first attempt seeds (not a View, which
+//     commits nothing, and not a retry, which must make progress);
+//   - only its first read round, and only if every key of that round has
+//     a seed younger than seedAge: a round partly seeded reads them all;
+//     a later read round re-reads the seeds with its own keys (tx.read),
+//     so fn sees one instant again from then on;
+//   - a seeded transaction that ends without writes (an error such as
+//     EEXIST, or nothing to change) still runs the commit script, to
+//     validate what it was given before its outcome is believed;
+//   - a conflict drops the seeds the transaction used.
+//
+// The alternative, a cache of entries and attributes above the engine,
+// would answer readers without asking Redis and so bend what other mounts
+// see (DESIGN.md's Consistency); seeds never answer a reader.
+type seedCache struct {
+	mu sync.Mutex
+	m  map[string]seed // by Redis key
+}
+
+// seed is one value as last read or written by this client.
+type seed struct {
+	value   []byte // nil: absent; never modified once stored
+	present bool
+	at      time.Time
+}
+
+const (
+	// seedAge bounds how old a seed may be: older values are likely to
+	// have changed (a conflict, which costs more than the read saved).
+	seedAge = 500 * time.Millisecond
+	// seedMax bounds the cache; it is cleared when full.
+	seedMax = 1 << 14
+)
+
+// put records values (nil: absent) of rkeys, as read or written now. The
+// values must not be modified afterwards.
+func (c *seedCache) put(rkeys []string, values [][]byte, present []bool) {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m)+len(rkeys) > seedMax {
+		c.m = make(map[string]seed, len(rkeys))
+	}
+	for i, rk := range rkeys {
+		c.m[rk] = seed{value: values[i], present: present[i], at: now}
+	}
+}
+
+// get returns the seeds of all of rkeys, or false if one is missing or
+// too old.
+func (c *seedCache) get(rkeys []string) ([]seed, bool) {
+	now := time.Now()
+	out := make([]seed, len(rkeys))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, rk := range rkeys {
+		s, ok := c.m[rk]
+		if !ok || now.Sub(s.at) >= seedAge {
+			return nil, false
+		}
+		out[i] = s
+	}
+	return out, true
+}
+
+// drop forgets rkeys.
+func (c *seedCache) drop(rkeys []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rk := range rkeys {
+		delete(c.m, rk)
+	}
+}
+
+// seed is the first read round of a seedable transaction, from seeds:
+// the values of rkeys if every one has a seed, which become checks. It is
+// tried once per transaction.
+func (t *tx) seed(rkeys []string) ([][]byte, bool) {
+	if !t.trySeed(len(rkeys)) {
+		return nil, false
+	}
+	ss, ok := t.s.seeds.get(rkeys)
+	if !ok {
+		return nil, false
+	}
+	return t.useSeeds(rkeys, ss), true
+}
+
+// seedFollow is seed for PrefetchFollow: rkeys end with the key followed,
+// and the key its value names needs a seed too.
+func (t *tx) seedFollow(f kv.Follow, rkeys []string) bool {
+	if !t.trySeed(len(rkeys) + 1) {
+		return false
+	}
+	ss, ok := t.s.seeds.get(rkeys)
+	if !ok {
+		return false
+	}
+	if from := ss[len(ss)-1]; from.present && len(from.value) >= f.Off+f.Len {
+		named := t.s.keys.value(append(append([]byte{}, f.Prefix...), from.value[f.Off:f.Off+f.Len]...))
+		if !slices.Contains(rkeys, named) {
+			ns, ok := t.s.seeds.get([]string{named})
+			if !ok {
+				return false
+			}
+			rkeys, ss = append(rkeys, named), append(ss, ns[0])
+		}
+	}
+	t.useSeeds(rkeys, ss)
+	return true
+}
+
+// trySeed says whether a read round of n keys may come from seeds: the
+// transaction's first, with nothing WATCHed. Only one round is tried.
+func (t *tx) trySeed(n int) bool {
+	ok := t.seedable && len(t.checks) == 0 && !t.watching && t.token == "" && n <= maxChecks
+	t.seedable = false
+	return ok
+}
+
+// useSeeds takes ss as the values read of rkeys: checks, as a read's.
+func (t *tx) useSeeds(rkeys []string, ss []seed) [][]byte {
+	if t.read1 == nil {
+		t.read1 = map[string][]byte{}
+	}
+	vals := make([][]byte, len(rkeys))
+	for i, s := range ss {
+		v := s.value
+		if s.present && v == nil {
+			v = []byte{}
+		}
+		vals[i] = v
+		t.read1[rkeys[i]] = v
+		t.checks = append(t.checks, check{rkey: rkeys[i], fp: fingerprint(s.value, s.present)})
+	}
+	t.seeded = append(t.seeded, rkeys...)
+	return vals
+}
+
+// seedWrites records the writes of a committed transaction as seeds.
+func (t *tx) seedWrites() {
+	if len(t.writes) == 0 {
+		return
+	}
+	rkeys := make([]string, 0, len(t.writes))
+	vals := make([][]byte, 0, len(t.writes))
+	present := make([]bool, 0, len(t.writes))
+	for k, w := range t.writes {
+		rkeys = append(rkeys, t.s.keys.value([]byte(k)))
+		vals = append(vals, w.value)
+		present = append(present, !w.deleted)
+	}
+	t.s.seeds.put(rkeys, vals, present)
+}
