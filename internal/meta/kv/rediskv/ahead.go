@@ -100,16 +100,7 @@ func (t *tx) PrefetchScan(s kv.ScanAhead, keys ...[]byte) error {
 
 // scanAhead runs aheadScript and keeps what it read.
 func (t *tx) scanAhead(s kv.ScanAhead, keys [][]byte) error {
-	var rkeys []string
-	seen := map[string]bool{}
-	for _, k := range keys {
-		rk := t.s.keys.value(k)
-		if _, ok := t.known(k); ok || seen[rk] {
-			continue
-		}
-		seen[rk] = true
-		rkeys = append(rkeys, rk)
-	}
+	rkeys := t.unread(keys)
 	r := newScanRange(s.Prefix, s.After)
 	p9 := s.Prefix[:kv.ScanPrefixLen]
 	count := s.Limit

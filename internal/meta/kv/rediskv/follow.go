@@ -54,16 +54,7 @@ func (t *tx) PrefetchFollow(f kv.Follow, keys ...[]byte) error {
 	if t.watching || t.token != "" || t.pendingAhead() || len(t.checks)+len(all)+1 > maxChecks {
 		return t.Prefetch(all...)
 	}
-	var rkeys []string
-	seen := map[string]bool{}
-	for _, k := range keys {
-		rk := t.s.keys.value(k)
-		if _, ok := t.known(k); ok || seen[rk] {
-			continue
-		}
-		seen[rk] = true
-		rkeys = append(rkeys, rk)
-	}
+	rkeys := t.unread(keys)
 	rkeys = append(rkeys, t.s.keys.value(f.From)) // last: the one followed
 	if t.seedFollow(f, rkeys) {
 		return nil
@@ -147,4 +138,20 @@ func (t *tx) follow(f kv.Follow, rkeys []string) error {
 	}
 	t.s.seeds.put(rkeys, vals, presents)
 	return nil
+}
+
+// unread returns the Redis keys of those of keys this transaction has not
+// read yet, each once, in order.
+func (t *tx) unread(keys [][]byte) []string {
+	var rkeys []string
+	seen := map[string]bool{}
+	for _, k := range keys {
+		rk := t.s.keys.value(k)
+		if _, ok := t.known(k); ok || seen[rk] {
+			continue
+		}
+		seen[rk] = true
+		rkeys = append(rkeys, rk)
+	}
+	return rkeys
 }
