@@ -108,16 +108,12 @@ func (o *openState) noteCreated(ino meta.Ino) {
 	}
 }
 
-// ownRecord reports whether this client knows the state of its record of
-// ino (it created ino) and, if so, whether the record is stored. The
-// caller has checked that ino is not held.
-func (o *openState) ownRecord(ino meta.Ino) (known, stored bool) {
+// madeHere reports whether this client created ino (and so knows that no
+// other session can hold a record of it unless flagOpened is set).
+func (o *openState) madeHere(ino meta.Ino) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.created[ino] {
-		return false, false
-	}
-	return true, o.pending[ino]
+	return o.created[ino]
 }
 
 // forget drops what this client knows of a deleted inode.

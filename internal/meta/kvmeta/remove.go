@@ -109,20 +109,21 @@ func (t *txn) dropLink(ino meta.Ino, a *meta.Attr) (meta.Removed, error) {
 // (its open check or its counted opens) or in another session (see
 // open.go). This client's stale record, if any, is dropped on the way.
 // An inode this client created and nobody else recorded open since
-// (flagOpened clear) can have no record but this client's, whose fate it
-// knows: then there is nothing to read.
+// (flagOpened clear) can have no record but this client's: then there is
+// nothing to read, and that record, if any, is deleted blind.
 func (t *txn) openAnywhere(ino meta.Ino) (bool, error) {
 	if t.isOpen(ino) || t.opens.holds(ino) {
 		return true, nil
 	}
-	if t.flags[ino]&flagOpened == 0 {
-		if known, stored := t.opens.ownRecord(ino); known {
-			if stored {
-				t.dropOpen(ino, t.session)
-				t.opens.unrecorded(ino)
-			}
-			return false, nil
+	if t.flags[ino]&flagOpened == 0 && t.opens.madeHere(ino) {
+		// Dropped whether or not this client believes it stored: an
+		// earlier attempt of this transaction, rolled back (a conflict),
+		// may have noted it dropped already (unrecorded) and left it.
+		if t.session != 0 {
+			t.dropOpen(ino, t.session)
+			t.opens.unrecorded(ino)
 		}
+		return false, nil
 	}
 	return t.openElsewhere(ino)
 }
