@@ -26,6 +26,13 @@
 // beside it (createCtx puts it in meta.Cred.Umask), because a default ACL
 // replaces the umask; SETXATTR_EXT carries the kernel's verdict that
 // setting an ACL must clear setgid (meta.XattrACLKillSgid).
+// HANDLE_KILLPRIV_V2 leaves clearing setuid and setgid to the mount: the
+// kernel flags a write, a truncate or an open(O_TRUNC) by a caller without
+// CAP_FSETID, and every chown, and the adaptor clears them
+// (vfs.FS.KillSuidgid, meta.SetKillSuidgid) before it answers; the kernel
+// in return checks security.capability once per inode (SB_NOSEC) rather
+// than with a getxattr before every write, and still removes file
+// capabilities itself on the first write after they were set.
 // After a clone (setxattr of vfs.CloneXattr) the adaptor drops a negative
 // entry the kernel may hold for the new name, from a goroutine: the kernel
 // holds the directory's lock until the setxattr is answered.

@@ -43,9 +43,16 @@ func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) f
 		fillOpen(o.result(), out)
 		return fuse.OK
 	}
-	res, err := fs.vfs.Open(fs.requestCtx(ctx(&in.InHeader), &in.InHeader), meta.Ino(in.NodeId), in.Flags)
+	c := fs.requestCtx(ctx(&in.InHeader), &in.InHeader)
+	res, err := fs.vfs.Open(c, meta.Ino(in.NodeId), in.Flags)
 	if err != nil {
 		return fs.status("open", err)
+	}
+	if in.Mode&fuse.OPEN_KILL_SUIDGID != 0 { // O_TRUNC by a caller without CAP_FSETID
+		if err := fs.vfs.KillSuidgid(c, res.Fh); err != nil {
+			fs.vfs.Release(c, res.Fh)
+			return fs.status("open", err)
+		}
 	}
 	if !res.KeepCache {
 		fs.forgetAttr(in.NodeId)
@@ -102,7 +109,11 @@ func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint
 	if r, ok := fs.replies.resent(&in.InHeader); ok {
 		return uint32(r.Written), fuse.OK
 	}
-	n, err := fs.vfs.Write(fs.requestCtx(ctx(&in.InHeader), &in.InHeader), vfs.Fh(in.Fh), in.Offset, data)
+	c := fs.requestCtx(ctx(&in.InHeader), &in.InHeader)
+	n, err := fs.vfs.Write(c, vfs.Fh(in.Fh), in.Offset, data)
+	if err == nil && in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
+		err = fs.vfs.KillSuidgid(c, vfs.Fh(in.Fh))
+	}
 	st := fs.status("write", err)
 	if st == fuse.OK {
 		fs.replies.kill.fire(opWrite)

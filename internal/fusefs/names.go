@@ -78,6 +78,7 @@ func setattrRequest(in *fuse.SetAttrIn) vfs.SetattrRequest {
 	flag(fuse.FATTR_MTIME, meta.SetMtime)
 	flag(fuse.FATTR_ATIME_NOW, meta.SetAtimeNow)
 	flag(fuse.FATTR_MTIME_NOW, meta.SetMtimeNow)
+	flag(fuse.FATTR_KILL_SUIDGID, meta.SetKillSuidgid)
 	r.Mode = uint16(in.Mode & 07777)
 	r.Uid, r.Gid = in.Uid, in.Gid
 	r.Atime = int64(in.Atime)*1e9 + int64(in.Atimensec) // seconds are signed

@@ -146,6 +146,10 @@ const (
 	SetMtime
 	SetAtimeNow
 	SetMtimeNow
+	// SetKillSuidgid clears the set-id bits a write, truncate or change
+	// of owner takes away (KillSuidgid), as the kernel asks of a mount
+	// that handles them (FUSE_HANDLE_KILLPRIV_V2).
+	SetKillSuidgid
 )
 
 // MknodRequest creates one inode.

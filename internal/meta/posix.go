@@ -115,6 +115,23 @@ func NewOwner(c Cred, parent Attr, t Type, mode uint16) (uid, gid uint32, m uint
 	return uid, gid, m
 }
 
+// KillSuidgid returns the mode a keeps after a write, truncate or change
+// of owner by c that must drop privileges (Linux's rules): setuid goes,
+// and setgid where group exec is set or c is not in the file's group
+// (only c's primary group is known here: a member through a
+// supplementary group loses it too). A directory keeps both.
+func KillSuidgid(c Cred, a Attr) uint16 {
+	m := a.Mode
+	if a.Type == TypeDir {
+		return m
+	}
+	m &^= ModeSetuid
+	if m&modeGroupX != 0 || (c.Uid != 0 && !c.InGroup(a.Gid)) {
+		m &^= ModeSetgid
+	}
+	return m
+}
+
 // ApplySetattr returns a with req applied by c at time now (ns), or EPERM /
 // EACCES when c may not make the change. Rules, as Linux:
 //   - chmod: owner or root; a non-root caller not in the file's group loses
@@ -123,6 +140,8 @@ func NewOwner(c Cred, parent Attr, t Type, mode uint16) (uid, gid uint32, m uint
 //     itself); chgrp: root, or the owner to a group it is in.
 //   - a change of owner or group clears setuid, and setgid when group-exec
 //     is set, on non-directories.
+//   - SetKillSuidgid applies KillSuidgid (the kernel asks for it with a
+//     truncate or change of owner that drops privileges).
 //   - times: explicit values need the owner or root; "now" needs the owner,
 //     root or write access.
 //
@@ -151,6 +170,9 @@ func ApplySetattr(c Cred, a Attr, req SetattrRequest, now int64) (Attr, error) {
 				a.Mode &^= ModeSetgid
 			}
 		}
+	}
+	if v&SetKillSuidgid != 0 {
+		a.Mode = KillSuidgid(c, a)
 	}
 	a.Atime = pickTime(v, SetAtimeNow, SetAtime, req.Atime, now, a.Atime)
 	a.Mtime = pickTime(v, SetMtimeNow, SetMtime, req.Mtime, now, a.Mtime)

@@ -261,3 +261,30 @@ func TestCheckXattr(t *testing.T) {
 		t.Error("bad names accepted")
 	}
 }
+
+func TestKillSuidgid(t *testing.T) {
+	root, member, other := Cred{Uid: 0, Gid: 0}, Cred{Uid: 7, Gid: 5}, Cred{Uid: 8, Gid: 9}
+	file := func(mode uint16) Attr { return Attr{Type: TypeFile, Mode: mode, Gid: 5} }
+	cases := []struct {
+		c    Cred
+		a    Attr
+		want uint16
+	}{
+		{other, file(0o6777), 0o777},  // setuid, and setgid with group exec
+		{member, file(0o6777), 0o777}, // group exec: setgid goes for a member too
+		{member, file(0o2666), 0o2666},
+		{other, file(0o2666), 0o666}, // not in the group: setgid goes
+		{root, file(0o2666), 0o2666},
+		{root, file(0o4755), 0o755},
+		{other, Attr{Type: TypeDir, Mode: 0o6777, Gid: 5}, 0o6777},
+	}
+	for _, tc := range cases {
+		if got := KillSuidgid(tc.c, tc.a); got != tc.want {
+			t.Errorf("KillSuidgid(%+v, mode %o) = %o, want %o", tc.c, tc.a.Mode, got, tc.want)
+		}
+		a, err := ApplySetattr(tc.c, tc.a, SetattrRequest{Valid: SetKillSuidgid}, 1)
+		if err != nil || a.Mode != tc.want {
+			t.Errorf("ApplySetattr(SetKillSuidgid) by %+v on mode %o = %o, %v; want %o", tc.c, tc.a.Mode, a.Mode, err, tc.want)
+		}
+	}
+}

@@ -116,6 +116,9 @@ func (fs *FS) Setattr(ctx context.Context, ino meta.Ino, req SetattrRequest) (me
 		if attr, err = fs.engine.Setattr(ctx, ino, req.SetattrRequest); err != nil {
 			return meta.Attr{}, err
 		}
+		if f := fs.openFile(ino); f != nil {
+			f.setMode(attr.Mode)
+		}
 	} else if !req.SetSize {
 		return fs.Getattr(ctx, ino)
 	}
@@ -207,4 +210,39 @@ func (fs *FS) CopyFileRange(ctx context.Context, in Fh, inOff uint64, out Fh, ou
 	dst.file.length = max(dst.file.length, outOff+n)
 	dst.file.mu.Unlock()
 	return n, nil
+}
+
+// setMode records the file's mode after a change this mount made.
+func (f *file) setMode(m uint16) {
+	f.mu.Lock()
+	f.mode = m
+	f.mu.Unlock()
+}
+
+// KillSuidgid clears the set-id bits of fh's file that a write or
+// open(O_TRUNC) by the caller takes away (meta.KillSuidgid), before the
+// request is answered: the kernel leaves that to the mount
+// (FUSE_HANDLE_KILLPRIV_V2) and flags the requests that need it. The
+// engine is asked only when the mode this mount knows (its last open, or
+// its own changes since) holds set-id bits, so a flagged write costs
+// nothing otherwise; bits another mount set after this open are seen at
+// the next open (close-to-open, as the rest of the attributes).
+func (fs *FS) KillSuidgid(ctx context.Context, fh Fh) error {
+	h, err := fs.handle(fh)
+	if err != nil {
+		return err
+	}
+	f := h.file
+	f.mu.Lock()
+	m := f.mode
+	f.mu.Unlock()
+	if m&(meta.ModeSetuid|meta.ModeSetgid) == 0 {
+		return nil
+	}
+	a, err := fs.engine.Setattr(ctx, f.ino, meta.SetattrRequest{Valid: meta.SetKillSuidgid})
+	if err != nil {
+		return err
+	}
+	f.setMode(a.Mode)
+	return nil
 }

@@ -44,6 +44,11 @@ type file struct {
 	journaled atomic.Uint64
 	barrier   atomic.Uint64
 
+	// mode is the file's mode as this mount knows it (at the last open,
+	// then its own changes): KillSuidgid asks the engine only when it
+	// holds set-id bits.
+	mode uint16
+
 	capsLoaded bool // security.capability fetched since the last open
 	capsValue  []byte
 	capsErr    error
@@ -112,6 +117,7 @@ func (f *file) refresh(attr meta.Attr) {
 	f.chunks = map[uint32][]meta.Slice{}
 	f.chunkGen++
 	f.capsLoaded = false
+	f.mode = attr.Mode
 	if f.writer == nil || !f.writer.Dirty() {
 		f.length = attr.Length
 	} else {

@@ -48,6 +48,31 @@ func runOp(op, path string, rest []string) error {
 			return err
 		}
 		return f.Close()
+	case "write-fstat":
+		// A write by this (unprivileged) user must have cleared setuid,
+		// and setgid with group exec, by the time write(2) returns.
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := f.Write([]byte("x")); err != nil {
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_ISUID != 0 || st.Mode&(unix.S_ISGID|unix.S_IXGRP) == unix.S_ISGID|unix.S_IXGRP {
+			return fmt.Errorf("mode %o after the write, before close", st.Mode&0o7777)
+		}
+		return f.Close()
+	case "open-trunc":
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
 	case "create":
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
