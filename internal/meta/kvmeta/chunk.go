@@ -555,8 +555,8 @@ func (t *txn) cachedChunks(ino meta.Ino, from uint32, to uint64, fn func(index u
 	all := make([]found, 0, last-uint64(from))
 	for i := uint64(from); i < last; i++ {
 		ss, keys, _, _, ok := t.cache.get(chunkRef{ino, uint32(i)}, t.gens[ino], false)
-		if !ok {
-			return false
+		if !ok || len(keys) == 0 && len(ss) > 0 {
+			return false // not cached, or records without their keys
 		}
 		all = append(all, found{keys, ss})
 	}
