@@ -64,6 +64,13 @@ func (fs *FS) Create(ctx context.Context, parent meta.Ino, name string, mode uin
 	}
 	res, attr, err := fs.openInode(ctx, e.Ino, e.Attr, flags, fs.tracker != nil)
 	e.Attr = attr
+	if err == nil && flags&syscall.O_EXCL != 0 {
+		// A file this call created has no xattrs but what a default ACL
+		// gave it: the kernel's check of security.capability before the
+		// first write needs no engine read (cached as of this open, as
+		// caps does after a read).
+		fs.openFile(e.Ino).noCaps()
+	}
 	return e, res, err
 }
 

@@ -2,14 +2,17 @@ package vfs
 
 import (
 	"context"
+	"syscall"
 
 	"shoal/internal/meta"
 )
 
 // capsName is the xattr the kernel reads before every write(2) to decide
-// whether file capabilities must be dropped. It is answered from the open
-// file's state (loaded once per open, like everything close-to-open) so a
-// write costs no engine round trip for it.
+// whether file capabilities must be dropped (with HANDLE_KILLPRIV_V2, once
+// per inode it has not checked yet: before the first write to a file it
+// just created). It is answered from the open file's state (loaded once
+// per open, like everything close-to-open; known absent after a create
+// with O_EXCL) so a write costs no engine round trip for it.
 const capsName = "security.capability"
 
 // Getxattr returns an extended attribute: ENODATA if unset.
@@ -71,4 +74,12 @@ func (f *file) caps(ctx context.Context) ([]byte, error) {
 	f.capsValue, f.capsErr, f.capsLoaded = v, err, true
 	f.mu.Unlock()
 	return v, err
+}
+
+// noCaps records that the file has no security.capability as of its open
+// (it was just created).
+func (f *file) noCaps() {
+	f.mu.Lock()
+	f.capsValue, f.capsErr, f.capsLoaded = nil, syscall.ENODATA, true
+	f.mu.Unlock()
 }

@@ -495,7 +495,7 @@ func (t *txn) deleteChunksCounting(ino meta.Ino, from uint32, to uint64, count f
 	var keys [][]byte
 	var indexes []uint32
 	var records []meta.Slice
-	err := t.scanChunks(ino, from, func(index uint32, ks [][]byte, ss []meta.Slice) bool {
+	collect := func(index uint32, ks [][]byte, ss []meta.Slice) bool {
 		if uint64(index) >= to {
 			return false
 		}
@@ -506,9 +506,11 @@ func (t *txn) deleteChunksCounting(ino meta.Ino, from uint32, to uint64, count f
 			count(ss)
 		}
 		return true
-	})
-	if err != nil {
-		return err
+	}
+	if !t.cachedChunks(ino, from, to, collect) {
+		if err := t.scanChunks(ino, from, collect); err != nil {
+			return err
+		}
 	}
 	for _, k := range keys {
 		t.tx.Delete(k)
@@ -519,6 +521,51 @@ func (t *txn) deleteChunksCounting(ino meta.Ino, from uint32, to uint64, count f
 		t.wroteChunk(ref, nil)
 	}
 	return t.release(records)
+}
+
+// cachedChunks calls fn, as scanChunks would, with every chunk of ino in
+// [from, to) from the chunk cache, and reports true, when the cache holds
+// all of them at the generation this transaction read; else it calls fn
+// with nothing and reports false, and the caller scans. Every chunk index
+// a file can have lies below its length: a write or clone that adds
+// records extends the length to cover them, and a truncation deletes the
+// chunks past the new end (deleteInode counts on the same for an empty
+// file). So the indexes to find are those below the length, as read
+// (the caller must not have lowered it in this transaction), and a chunk
+// that was never written (a sparse file's hole) has no entry and makes
+// the caller scan. The generation, which every change to any chunk key
+// of the inode raises, is part of the attr record this transaction read
+// and its commit checks: a change by another client after the read is a
+// conflict. This spares the whole-file deletion of an unlink a range read
+// and the reads of the chunks' keys (on Redis, four round trips and the
+// WATCHes a range needs).
+func (t *txn) cachedChunks(ino meta.Ino, from uint32, to uint64, fn func(index uint32, keys [][]byte, ss []meta.Slice) bool) bool {
+	a, known := t.attrs[ino]
+	if t.cache == nil || !known || t.bumped[ino] || a.Length == 0 {
+		return false
+	}
+	last := min(to, (a.Length-1)/meta.ChunkSize+1) // one past the last index
+	if uint64(from) >= last || last-uint64(from) > 16 {
+		return false
+	}
+	type found struct {
+		keys [][]byte
+		ss   []meta.Slice
+	}
+	all := make([]found, 0, last-uint64(from))
+	for i := uint64(from); i < last; i++ {
+		ss, keys, _, _, ok := t.cache.get(chunkRef{ino, uint32(i)}, t.gens[ino], false)
+		if !ok || len(keys) == 0 && len(ss) > 0 {
+			return false // not cached, or records without their keys
+		}
+		all = append(all, found{keys, ss})
+	}
+	for i, c := range all {
+		if len(c.keys) > 0 && !fn(from+uint32(i), c.keys, c.ss) {
+			break
+		}
+	}
+	return true
 }
 
 // scanChunks calls fn with each chunk of ino from index from on, in index

@@ -22,6 +22,10 @@ import (
 // and the inode's other entries, valid at the generation the transaction
 // started from and untouched by it, move to the new one.
 //
+// The deletion of a file's chunks (unlink, truncation) takes their lists
+// and keys from the cache too when it holds every chunk the length allows
+// (cachedChunks), instead of scanning the inode's chunk range.
+//
 // Version 1 volumes have no counter (and older binaries, which may write
 // them, would not keep one), so their lists are never cached.
 //

@@ -27,12 +27,15 @@ import (
 // release, Purge, or the end or reclaim of the last holding session.
 //
 // The unlink's scan is skipped when the unlinking client created the
-// file open itself and nobody recorded it open since: Open (and a create
-// of an existing name, and re-recording after a lost session) sets the
-// inode's flagOpened, so without the flag only the creator's record can
-// exist, and the creator knows whether it is still stored
-// (openState.created). That is the create, close, unlink of temporary
-// files and of the benchmarks.
+// file open itself and no other client recorded it open since: an Open by
+// any other client (and a create of an existing name, and re-recording
+// after a lost session) sets the inode's flagOpened, so without the flag
+// only the creator's record can exist, and the creator knows whether it
+// is still stored (openState.created: stored while held or its drop is
+// pending, gone after; the creator's own later Opens keep to that and
+// leave the flag clear). That is the create, close, unlink of temporary
+// files and of the benchmarks, also when the creator reopened the file
+// in between (PostMark's reads and appends).
 //
 // Cost. A client records an inode once however many handles it opens
 // (openState counts them in memory), in the transaction that already
@@ -262,7 +265,7 @@ func (e *Engine) Open(ctx context.Context, ino meta.Ino, mask uint32) (meta.Attr
 			return err
 		}
 		if write {
-			t.recordOpen(ino, a, false)
+			t.recordOpen(ino, a, t.opens.madeHere(ino))
 		}
 		out = *a
 		return nil
@@ -291,14 +294,15 @@ func (e *Engine) Release(ctx context.Context, ino meta.Ino) error {
 }
 
 // recordOpen stores that this client's session holds regular file ino
-// open (other types never become orphans). Unless the transaction
-// created ino (fresh), the inode is flagged flagOpened.
-func (t *txn) recordOpen(ino meta.Ino, a *meta.Attr, fresh bool) {
+// open (other types never become orphans). Unless the record is one this
+// client knows the fate of (own: the transaction created ino, or this
+// client did, openState.created), the inode is flagged flagOpened.
+func (t *txn) recordOpen(ino meta.Ino, a *meta.Attr, own bool) {
 	if t.session == 0 || a.Type != meta.TypeFile {
 		return
 	}
 	t.tx.Set(openKey(ino, t.session), nil)
-	if !fresh && t.flags[ino]&flagOpened == 0 {
+	if !own && t.flags[ino]&flagOpened == 0 {
 		t.flags[ino] |= flagOpened
 		t.dirty[ino] = true // a flag, not a change: allowed on a frozen inode
 	}

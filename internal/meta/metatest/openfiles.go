@@ -124,14 +124,21 @@ func testOpenFiles(t *testing.T, newClients ClientsFactory) {
 	b.wantFreed(sf2, true)
 	wantGone(b, g.Ino, sg, "renamed-over file after its releases")
 
-	// Created open and released on a, then opened on b (by open, and by
-	// a create of the existing name): a's unlink must see b's records.
+	// Created open and released on a (and reopened there, or not), then
+	// opened on b (by open, and by a create of the existing name): a's
+	// unlink must see b's records.
 	tb := b.e.(meta.OpenTracker)
-	for _, byCreate := range []bool{false, true} {
+	for i := range 4 {
+		byCreate, reopen := i%2 == 1, i >= 2
 		h, err := a.e.Mknod(a.ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "h", Type: meta.TypeFile, Mode: 0o644, Exclusive: true, Open: true})
 		a.check(err, "create open on a")
 		sh := a.write(h.Ino, 0, 20)
 		a.check(ta.Release(a.ctx, h.Ino), "release on a")
+		if reopen {
+			_, err = ta.Open(a.ctx, h.Ino, meta.MayRead)
+			a.check(err, "reopen on a")
+			a.check(ta.Release(a.ctx, h.Ino), "release of the reopen on a")
+		}
 		if byCreate {
 			_, err = b.e.Mknod(b.ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "h", Type: meta.TypeFile, Mode: 0o644, Open: true})
 		} else {

@@ -1,0 +1,100 @@
+package kvmeta_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv/kvtest"
+)
+
+// TestRedisUnlinkRoundTrips counts, through a proxy in front of Redis, the
+// round trips of an unlink of a file with data this client created and
+// wrote, and maybe reopened: its chunk list comes from the chunk cache, at
+// the generation the unlink read with the attributes, and whether it is
+// open elsewhere needs no look at the open records (the creator's own
+// reopening leaves flagOpened clear), so the unlink reads no range (a Scan
+// would WATCH and cost a round trip for the range and one for its
+// values): at most the entry with the attributes it names, the slices'
+// reference counts, and the commit. It then checks that the slices were
+// freed.
+func TestRedisUnlinkRoundTrips(t *testing.T) {
+	u, err := url.Parse(redisNamespace(t, serviceURL(t, "SHOAL_TEST_REDIS")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := kvtest.NewProxy(t, u.Host)
+	u.Host = p.Addr()
+	e := openRedis(t, u.String())
+	t.Cleanup(func() { _ = e.Close() })
+	bg := context.Background()
+	if err := e.Format(bg, meta.Format{Name: "test", Storage: "mem", BlockSize: 1 << 20}, false); err != nil {
+		t.Fatalf("Format: %v", err)
+	}
+	ctx := meta.WithCred(bg, meta.Cred{Uid: 1000, Gid: 1000, Trusted: true})
+	// As a mount: a session, and files created open, then closed.
+	if _, err := e.(meta.Sessions).BeginSession(bg, meta.SessionInfo{Timeout: time.Minute, Interval: 5 * time.Second}); err != nil {
+		t.Fatalf("BeginSession: %v", err)
+	}
+	tracker := e.(meta.OpenTracker)
+	tracker.SetOpenCheck(func(meta.Ino) bool { return false })
+	var freed []meta.SliceID
+	for i := range 3 {
+		name := fmt.Sprint("f", i)
+		ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: name, Type: meta.TypeFile, Mode: 0o644, Exclusive: true, Open: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range 2 { // two commits: a base key and an appended one
+			id, err := e.NewSliceID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := meta.Slice{ID: id, Size: 4096, Len: 4096, Pos: uint32(j) * 4096}
+			if _, err := e.WriteChunk(ctx, ent.Ino, 0, s); err != nil {
+				t.Fatal(err)
+			}
+			freed = append(freed, id)
+		}
+		if err := tracker.Release(ctx, ent.Ino); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 { // reopened by its creator (a read), its record dropped or not
+			if i == 2 {
+				time.Sleep(1500 * time.Millisecond) // the flush drops the record
+			}
+			if _, err := tracker.Open(ctx, ent.Ino, meta.MayRead); err != nil {
+				t.Fatal(err)
+			}
+			if err := tracker.Release(ctx, ent.Ino); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := p.RoundTrips()
+		rm, err := e.Unlink(ctx, meta.RootIno, name)
+		if err != nil || rm.Orphan {
+			t.Fatalf("unlink %s: %+v, %v; want the inode deleted", name, rm, err)
+		}
+		n := p.RoundTrips() - before
+		t.Logf("unlink of a file written here: %d round trips", n)
+		if n > 3 {
+			t.Errorf("unlink of a file written here: %d round trips, want at most 3 (the entry and its attributes, the reference counts, the commit)", n)
+		}
+	}
+	got, err := e.FreedSlices(ctx, 100)
+	if err != nil {
+		t.Fatalf("FreedSlices: %v", err)
+	}
+	seen := map[meta.SliceID]bool{}
+	for _, s := range got {
+		seen[s.ID] = true
+	}
+	for _, id := range freed {
+		if !seen[id] {
+			t.Errorf("slice %d not freed by the unlink of its file (freed: %v)", id, got)
+		}
+	}
+}

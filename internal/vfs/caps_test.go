@@ -1,0 +1,68 @@
+package vfs_test
+
+import (
+	"bytes"
+	"context"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"shoal/internal/data"
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv/memkv"
+	"shoal/internal/meta/kvmeta"
+	"shoal/internal/object/memstore"
+	"shoal/internal/vfs"
+)
+
+// xattrCounter counts the engine's Getxattr calls.
+type xattrCounter struct {
+	meta.Engine
+	gets atomic.Int64
+}
+
+func (c *xattrCounter) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byte, error) {
+	c.gets.Add(1)
+	return c.Engine.Getxattr(ctx, ino, name)
+}
+
+// TestCapsOfCreatedFile: the kernel asks for security.capability before
+// the first write to a file it just created (O_EXCL); the answer, that
+// there is none, needs no engine read. A capability set afterwards is
+// seen.
+func TestCapsOfCreatedFile(t *testing.T) {
+	ctx := context.Background()
+	kv := kvmeta.New(memkv.New(), kvmeta.Options{})
+	if err := kv.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
+		t.Fatal(err)
+	}
+	eng := &xattrCounter{Engine: kv}
+	store := data.New(memstore.New(), data.Config{BlockSize: 64 << 10})
+	fs := vfs.New(eng, store, vfs.Config{})
+	t.Cleanup(func() {
+		_ = fs.Close(ctx)
+		store.Close()
+		kv.Close()
+	})
+	const caps = "security.capability"
+	e, res, err := fs.Create(ctx, meta.RootIno, "f", 0o644, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Getxattr(ctx, e.Ino, caps); err != syscall.ENODATA {
+		t.Fatalf("%s of a created file: %v, want ENODATA", caps, err)
+	}
+	if n := eng.gets.Load(); n != 0 {
+		t.Errorf("%s of a file just created: %d engine reads, want 0", caps, n)
+	}
+	v := []byte{1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	if err := fs.Setxattr(ctx, e.Ino, caps, v, 0); err != nil {
+		t.Fatalf("setxattr: %v", err)
+	}
+	if got, err := fs.Getxattr(ctx, e.Ino, caps); err != nil || !bytes.Equal(got, v) {
+		t.Errorf("%s after setxattr: %x, %v; want %x", caps, got, err, v)
+	}
+	if err := fs.Release(ctx, res.Fh); err != nil {
+		t.Fatal(err)
+	}
+}
