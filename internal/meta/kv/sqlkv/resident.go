@@ -35,7 +35,9 @@ import (
 // mapping is never read or written from Go (a page beyond a file that
 // shrank would fault): it is only created, extended, populated with
 // madvise(MADV_POPULATE_READ) and unmapped. Each file is mapped up to
-// residentMax; past that, its tail is left to the page cache.
+// residentMax; past that, its tail is left to the page cache. On a kernel
+// without MADV_POPULATE_READ (before 5.14) the files are mapped but not
+// populated, which changes nothing: they are left to the page cache.
 //
 // A refresh runs after every background checkpoint (each ckptEvery
 // commits) and when the database opens. It maps what a file grew by since
