@@ -154,7 +154,16 @@ func (s *Store) getSmall(key string, off, limit int64) (io.ReadCloser, error) {
 		f = s.files.add(key, fd, st.Size)
 	}
 	off = min(max(off, 0), f.size)
-	return &keptReader{o: &s.files, f: f, off: off, end: off + min(limit, f.size-off)}, nil
+	end := off + min(limit, f.size-off)
+	if end-off > int64(os.Getpagesize()) {
+		// The hint above leaves each pread to read just its own pages,
+		// and callers read a range in pieces (the checksum layer reads
+		// the header, then record by record): ask for the whole range
+		// now, in one disk request rather than one per piece (a cold
+		// 40 KiB block took four, 1.1 ms instead of 0.2).
+		_ = unix.Fadvise(f.fd, off, end-off, unix.FADV_WILLNEED)
+	}
+	return &keptReader{o: &s.files, f: f, off: off, end: end}, nil
 }
 
 // getErr wraps an open error of Get: ErrNotExist for an absent object.

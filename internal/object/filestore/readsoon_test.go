@@ -3,9 +3,11 @@ package filestore
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -114,5 +116,52 @@ func TestPutSmallThroughCache(t *testing.T) {
 	}
 	if len(directs) != 1 {
 		t.Errorf("an object of directMin bytes: O_DIRECT turned on for %v, want it alone", directs)
+	}
+}
+
+// TestSmallGetReadsItsRange: a ranged Get below randomRead asks the kernel
+// for its whole range at once, although its file is hinted random (no
+// read-ahead): reading the first bytes of it brings the rest in with
+// them, one disk request instead of one per piece the caller reads.
+func TestSmallGetReadsItsRange(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 4<<10) // 64 KiB
+	if err := s.Put(ctx, "obj", bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(s.path("obj"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if r := resident(t, s.path("obj")); r > 0.01 {
+		t.Skipf("the object's pages stay cached after FADV_DONTNEED (%.0f%%)", 100*r)
+	}
+	rc, err := s.Get(ctx, "obj", 0, int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var head [20]byte
+	if _, err := io.ReadFull(rc, head[:]); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		r := resident(t, s.path("obj"))
+		if r >= 0.99 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after reading 20 bytes of a 64 KiB ranged Get, %.0f%% of the object is in memory, want all of it read at once", 100*r)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

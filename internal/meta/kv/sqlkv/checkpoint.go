@@ -25,6 +25,9 @@ import (
 // connection runs a PASSIVE checkpoint every ckptEvery commits: a WAL
 // checkpoint runs beside the writer, which keeps appending frames.
 //
+// After each background checkpoint the checkpointer also maps what the
+// database and the WAL grew by, so that both stay in memory (resident.go).
+//
 // Durability against power loss (kv.Syncer) does not need a checkpoint
 // either: with synchronous=NORMAL a commit is complete in the WAL but not
 // synced, and an fdatasync of the WAL file makes every frame in it durable
@@ -39,6 +42,7 @@ const (
 type checkpointer struct {
 	conn    *sqlite3.SQLiteConn // its own connection, not query-only
 	walPath string
+	res     *resident // the database and WAL kept mapped (resident.go)
 	commits atomic.Uint64
 	kick    chan struct{} // buffered 1: a checkpoint is wanted
 	stop    chan struct{}
@@ -55,6 +59,7 @@ func newCheckpointer(conn *sqlite3.SQLiteConn, dbPath string) *checkpointer {
 	c := &checkpointer{
 		conn:    conn,
 		walPath: dbPath + "-wal",
+		res:     newResident(dbPath, dbPath+"-wal"),
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -77,6 +82,8 @@ func (c *checkpointer) committed() {
 
 func (c *checkpointer) run() {
 	defer close(c.stopped)
+	defer c.res.close()
+	c.res.refresh()
 	for {
 		select {
 		case <-c.stop:
@@ -91,6 +98,7 @@ func (c *checkpointer) run() {
 		c.mu.Lock()
 		c.lastErr = err
 		c.mu.Unlock()
+		c.res.refresh()
 	}
 }
 

@@ -66,8 +66,12 @@
 // pool of query_only connections and run beside the writer (WAL readers
 // see the snapshot of their first read). Statements are prepared once per
 // connection. Other processes using the same file are handled by
-// busy_timeout and then the retry loop. PostgreSQL goes through pgx's
-// own pool, not database/sql (pgpool.go).
+// busy_timeout and then the retry loop. The checkpointer keeps the
+// database file and its WAL mapped and populated (resident.go): the kernel
+// does not drop mapped pages, so after drop_caches reads and commits do
+// not wait for the disk, as with a metadata server that holds its data in
+// memory; the pages stay reclaimable. PostgreSQL goes through pgx's own
+// pool, not database/sql (pgpool.go).
 //
 // # PostgreSQL
 //
