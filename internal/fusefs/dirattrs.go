@@ -135,6 +135,14 @@ func (d *dirAttrs) changed() {
 	d.mu.Unlock()
 }
 
+// forget drops what is kept of ino: the kernel was just told attributes
+// read from the engine, which may be newer.
+func (d *dirAttrs) forget(ino meta.Ino) {
+	d.mu.Lock()
+	delete(d.m, ino)
+	d.mu.Unlock()
+}
+
 // get returns ino's kept attributes and how much longer the kernel may
 // cache them.
 func (d *dirAttrs) get(ino meta.Ino) (meta.Attr, time.Duration, bool) {

@@ -30,6 +30,7 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 		return fs.status("lookup", err)
 	}
 	fs.vfs.Refreshed(e.Ino)
+	fs.dirs.forget(e.Ino) // older than what the kernel is now told
 	fs.fillEntry(e, out)
 	return fuse.OK
 }
