@@ -55,6 +55,12 @@
 // change an inode or a name, or make the kernel forget one, tells the vfs
 // when it is done, before the reply (enterChange -> vfs.FS.Changed);
 // getattr and engine lookups tell it per inode (vfs.FS.Refreshed).
+// The kernel drops a directory's attributes on every entry change in it
+// and, checking permissions, asks for them before the next: a GETATTR of
+// a directory this mount just changed is answered from the attributes the
+// engine reported its change committed (dirattrs.go, meta.Written), for
+// what is left of the attribute timeout counted from the change, and only
+// while no other change of this mount may have followed it.
 //
 // Takeover (takeover.go): a server can serve a connection a supervisor
 // keeps (MountFd) and a successor can take it over (TakeOver) by replaying

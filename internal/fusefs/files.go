@@ -13,8 +13,9 @@ func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out
 	if o, ok := fs.replies.reopened(&in.InHeader); ok {
 		return fs.recreated(&in.InHeader, o, out)
 	}
-	c := fs.requestCtx(createCtx(&in.InHeader, in.Umask), &in.InHeader)
+	c, ch := fs.dirs.begin(fs.requestCtx(createCtx(&in.InHeader, in.Umask), &in.InHeader), meta.Ino(in.NodeId))
 	e, res, err := fs.vfs.Create(c, meta.Ino(in.NodeId), name, in.Mode, in.Flags)
+	ch.end(err == nil)
 	if err != nil {
 		return fs.status("create", err)
 	}

@@ -34,6 +34,9 @@ type FS struct {
 	gate  gate        // holds requests back during a handover (takeover.go)
 	// replies answers resent requests that already happened (resend.go).
 	replies replyCache
+	// dirs are directory attributes from this mount's changes, for
+	// GETATTR (dirattrs.go).
+	dirs dirAttrs
 	// server is the serving go-fuse server (set by Init), through which
 	// the kernel's caches of an inode are invalidated (files.go).
 	server *fuse.Server
@@ -47,6 +50,7 @@ func New(v *vfs.FS, opts Options) *FS {
 		opts.Logger = slog.Default()
 	}
 	return &FS{
+		dirs:          dirAttrs{ttl: opts.AttrTimeout},
 		RawFileSystem: fuse.NewDefaultRawFileSystem(),
 		vfs:           v,
 		opts:          opts,

@@ -30,6 +30,7 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 		return fs.status("lookup", err)
 	}
 	fs.vfs.Refreshed(e.Ino)
+	fs.dirs.forget(e.Ino) // older than what the kernel is now told
 	fs.fillEntry(e, out)
 	return fuse.OK
 }
@@ -38,9 +39,16 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 // there is nothing to forget.
 func (fs *FS) Forget(nodeid, nlookup uint64) {}
 
-// GetAttr implements fuse.RawFileSystem.
+// GetAttr implements fuse.RawFileSystem. A directory this mount just
+// changed is answered from the attributes the change wrote (dirattrs.go).
 func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
 	defer fs.enter()()
+	if a, left, ok := fs.dirs.get(meta.Ino(in.NodeId)); ok {
+		fs.vfs.Refreshed(meta.Ino(in.NodeId))
+		fillAttr(meta.Ino(in.NodeId), a, &out.Attr)
+		out.SetTimeout(left)
+		return fuse.OK
+	}
 	a, err := fs.vfs.Getattr(ctx(&in.InHeader), meta.Ino(in.NodeId))
 	if err != nil {
 		return fs.status("getattr", err)
@@ -54,6 +62,7 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Attr
 // SetAttr implements fuse.RawFileSystem.
 func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
 	defer fs.enterChange()()
+	defer fs.dirs.changed()
 	a, err := fs.vfs.Setattr(ctx(&in.InHeader), meta.Ino(in.NodeId), setattrRequest(in))
 	if err != nil {
 		return fs.status("setattr", err)
@@ -93,7 +102,9 @@ func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *
 	if fs.replayedEntry(&in.InHeader, out) {
 		return fuse.OK
 	}
-	e, err := fs.vfs.Mknod(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode, in.Rdev)
+	c, ch := fs.dirs.begin(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId))
+	e, err := fs.vfs.Mknod(c, meta.Ino(in.NodeId), name, in.Mode, in.Rdev)
+	ch.end(err == nil)
 	return fs.entry(opMknod, &in.InHeader, e, err, out)
 }
 
@@ -103,7 +114,9 @@ func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *
 	if fs.replayedEntry(&in.InHeader, out) {
 		return fuse.OK
 	}
-	e, err := fs.vfs.Mkdir(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId), name, in.Mode)
+	c, ch := fs.dirs.begin(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId))
+	e, err := fs.vfs.Mkdir(c, meta.Ino(in.NodeId), name, in.Mode)
+	ch.end(err == nil)
 	return fs.entry(opMkdir, &in.InHeader, e, err, out)
 }
 
@@ -113,7 +126,9 @@ func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name str
 	if fs.replayedEntry(h, out) {
 		return fuse.OK
 	}
-	e, err := fs.vfs.Symlink(ctx(h), meta.Ino(h.NodeId), name, target)
+	c, ch := fs.dirs.begin(ctx(h), meta.Ino(h.NodeId))
+	e, err := fs.vfs.Symlink(c, meta.Ino(h.NodeId), name, target)
+	ch.end(err == nil)
 	return fs.entry(opSymlink, h, e, err, out)
 }
 
@@ -123,7 +138,9 @@ func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fu
 	if fs.replayedEntry(&in.InHeader, out) {
 		return fuse.OK
 	}
-	e, err := fs.vfs.Link(ctx(&in.InHeader), meta.Ino(in.Oldnodeid), meta.Ino(in.NodeId), name)
+	c, ch := fs.dirs.begin(ctx(&in.InHeader), meta.Ino(in.NodeId))
+	e, err := fs.vfs.Link(c, meta.Ino(in.Oldnodeid), meta.Ino(in.NodeId), name)
+	ch.end(err == nil)
 	return fs.entry(opLink, &in.InHeader, e, err, out)
 }
 
@@ -143,7 +160,10 @@ func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse
 	if _, ok := fs.replies.resent(h); ok {
 		return fuse.OK
 	}
-	return fs.done(opUnlink, h, fs.vfs.Unlink(ctx(h), meta.Ino(h.NodeId), name))
+	c, ch := fs.dirs.begin(ctx(h), meta.Ino(h.NodeId))
+	err := fs.vfs.Unlink(c, meta.Ino(h.NodeId), name)
+	ch.end(err == nil)
+	return fs.done(opUnlink, h, err)
 }
 
 // Rmdir implements fuse.RawFileSystem.
@@ -152,7 +172,10 @@ func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.
 	if _, ok := fs.replies.resent(h); ok {
 		return fuse.OK
 	}
-	return fs.done(opRmdir, h, fs.vfs.Rmdir(ctx(h), meta.Ino(h.NodeId), name))
+	c, ch := fs.dirs.begin(ctx(h), meta.Ino(h.NodeId))
+	err := fs.vfs.Rmdir(c, meta.Ino(h.NodeId), name)
+	ch.end(err == nil)
+	return fs.done(opRmdir, h, err)
 }
 
 // Rename implements fuse.RawFileSystem (rename(2) and renameat2(2)).
@@ -161,10 +184,13 @@ func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName
 	if _, ok := fs.replies.resent(&in.InHeader); ok {
 		return fuse.OK
 	}
-	return fs.done(opRename, &in.InHeader, fs.vfs.Rename(ctx(&in.InHeader), meta.RenameRequest{
+	c, ch := fs.dirs.begin(ctx(&in.InHeader), meta.Ino(in.NodeId), meta.Ino(in.Newdir))
+	err := fs.vfs.Rename(c, meta.RenameRequest{
 		OldParent: meta.Ino(in.NodeId), OldName: oldName,
 		NewParent: meta.Ino(in.Newdir), NewName: newName, Flags: in.Flags,
-	}))
+	})
+	ch.end(err == nil)
+	return fs.done(opRename, &in.InHeader, err)
 }
 
 // Access implements fuse.RawFileSystem (used only without default_permissions).

@@ -51,6 +51,7 @@ func copyOut(v, dest []byte) (uint32, fuse.Status) {
 // not in the file's group, which only it can tell.
 func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, value []byte) fuse.Status {
 	defer fs.enterChange()()
+	defer fs.dirs.changed()
 	if _, ok := fs.replies.resent(&in.InHeader); ok {
 		return fuse.OK
 	}
@@ -79,6 +80,7 @@ func (fs *FS) forgetEntry(parent uint64, value []byte) {
 // RemoveXAttr implements fuse.RawFileSystem.
 func (fs *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
 	defer fs.enterChange()()
+	defer fs.dirs.changed()
 	if _, ok := fs.replies.resent(h); ok {
 		return fuse.OK
 	}

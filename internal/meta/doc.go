@@ -17,6 +17,10 @@
 //     operation and ids, and callers map it to EIO.
 //   - Permission checks use the credentials carried by the context
 //     (WithCred); a context without credentials acts as root.
+//   - A context may carry a Written (WithWritten): an engine that fills
+//     it reports, after each commit, the attributes it wrote and the
+//     inodes it deleted, as committed (kvmeta does); one that does not
+//     leaves it empty, and the caller reads what it needs.
 //   - The access ACL and the mode are one: setting the ACL sets the mode,
 //     chmod rewrites the ACL, an ACL equivalent to the mode is not kept,
 //     and a parent's default ACL (else Cred.Umask) shapes what Mknod

@@ -218,6 +218,7 @@ func (e *Engine) updateIn(ctx context.Context, run func(context.Context, func(kv
 	if err == nil && done != nil {
 		e.usage.add(done.space, done.files)
 		done.publishChunks()
+		done.report(meta.WrittenTo(ctx))
 	}
 	for _, t := range attempts {
 		e.release(t)

@@ -122,6 +122,22 @@ func (t *txn) flush() {
 	}
 }
 
+// report tells w (if any) what the committed t wrote: the attributes of
+// the inodes flush wrote and the inodes dropped.
+func (t *txn) report(w *meta.Written) {
+	if w == nil {
+		return
+	}
+	for ino := range t.dirty {
+		if a := t.attrs[ino]; a != nil {
+			w.Wrote(ino, *a)
+		}
+	}
+	for ino := range t.dropped {
+		w.Dropped(ino)
+	}
+}
+
 // prefetchAhead is prefetch on a kv.Prefetcher: the attributes of inos
 // and of the entries' parents that are not cached yet, the entries, and
 // the inode the first entry names (kv.PrefetchFollow), in one round trip.

@@ -66,6 +66,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"OpenTracker", testOpenTracker},
 		{"Report", testReport},
 		{"Model", testModel},
+		{"Written", testWritten},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.fn(t, newEngine) })
