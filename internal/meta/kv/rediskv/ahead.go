@@ -2,6 +2,8 @@ package rediskv
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -83,7 +85,8 @@ var _ kv.ScanPrefetcher = (*tx)(nil)
 // PrefetchScan implements kv.ScanPrefetcher. In a View that has WATCHed
 // nothing and read no page ahead yet, it is one round trip: aheadScript
 // re-reads the checks and reads keys, the page and the keys its values
-// name, all at one instant. Its reads are not made checks: any later read
+// name, all at one instant (three for a page of more than aheadProbe
+// members that names no keys: bigAhead). Its reads are not made checks: any later read
 // round WATCHes and re-reads them first. Elsewhere it is Prefetch of keys.
 func (t *tx) PrefetchScan(s kv.ScanAhead, keys ...[]byte) error {
 	if t.err != nil {
@@ -98,7 +101,28 @@ func (t *tx) PrefetchScan(s kv.ScanAhead, keys ...[]byte) error {
 	return nil
 }
 
-// scanAhead runs aheadScript and keeps what it read.
+// aheadProbe is how many members of a page without named keys the script
+// reads with their values. A page that may hold more is read without
+// per-key Lua (bigAhead): in Redis, a script's work per key (its strings,
+// tables and the conversions between Lua and replies) costs about as
+// much as the reads themselves, and a listing of a big directory is
+// mostly that.
+const aheadProbe = 256
+
+// aheadReply is what a page read found, all at one instant: the values
+// of the checks and point keys (pv), the members of the page, their
+// values and the values the values name (fvals, with FollowLen > 0),
+// each value a string where present.
+type aheadReply struct {
+	pv, vals, fvals []any
+	members         []string
+}
+
+// scanAhead reads the page and keeps what it read: by aheadScript alone,
+// or, for a page without named keys that may hold more than aheadProbe
+// members, by bigAhead: after the script's probe of the first aheadProbe
+// members at the start of the range, and at once for a page that goes on
+// after a key (the next page of a big listing).
 func (t *tx) scanAhead(s kv.ScanAhead, keys [][]byte) error {
 	rkeys := t.unread(keys)
 	r := newScanRange(s.Prefix, s.After)
@@ -112,6 +136,35 @@ func (t *tx) scanAhead(s kv.ScanAhead, keys [][]byte) error {
 		zkey: t.s.keys.zset(p9), min: lexFrom(r.lo[kv.ScanPrefixLen:], r.loIncl), max: lexBelow(r.prefix[kv.ScanPrefixLen:]),
 		count: count,
 	}
+	big := s.FollowLen <= 0 && count > aheadProbe
+	var rep *aheadReply
+	var err error
+	if big && len(s.After) == 0 {
+		// The start of the range: the script probes it, so that a small
+		// one (most directories) is one round trip.
+		if rep, err = t.runAhead(a, s, rkeys, aheadProbe); err != nil {
+			return err
+		}
+		if big = len(rep.members) == aheadProbe; big {
+			rep = nil
+		}
+	}
+	if big {
+		if rep, err = t.bigAhead(a, rkeys); err != nil {
+			return err
+		}
+	}
+	if rep == nil { // not big, or the range changed during bigAhead
+		if rep, err = t.runAhead(a, s, rkeys, count); err != nil {
+			return err
+		}
+	}
+	return t.keepAhead(a, s, rkeys, rep)
+}
+
+// runAhead runs aheadScript for up to count members of a's range and
+// compares the checks' values.
+func (t *tx) runAhead(a *aheadPage, s kv.ScanAhead, rkeys []string, count int) (*aheadReply, error) {
 	args := make([]any, 0, 3+len(t.checks)+len(rkeys)+8)
 	args = append(args, t.s.keys.base, len(t.checks)+len(rkeys))
 	for _, c := range t.checks {
@@ -120,55 +173,158 @@ func (t *tx) scanAhead(s kv.ScanAhead, keys [][]byte) error {
 	for _, rk := range rkeys {
 		args = append(args, rk)
 	}
-	fprefix := t.s.keys.value(s.FollowPrefix)
-	args = append(args, a.zkey, a.min, a.max, count, t.s.keys.value(p9), fprefix, s.FollowOff, s.FollowLen)
-	res, err := aheadScriptSHA.Run(t.ctx, t.rtx, []string{t.s.keys.route()}, args...).Slice()
+	args = append(args, a.zkey, a.min, a.max, count, t.s.keys.value(a.prefix[:kv.ScanPrefixLen]), t.s.keys.value(s.FollowPrefix), s.FollowOff, s.FollowLen)
+	route := []string{t.s.keys.route()}
+	res, err := aheadScriptSHA.Run(t.ctx, t.rtx, route, args...).Slice()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(res) != 4 {
-		return errScriptReply
+		return nil, errScriptReply
 	}
-	pv, _ := res[0].([]any)
-	members, _ := res[1].([]any)
-	vals, _ := res[2].([]any)
-	fvals, _ := res[3].([]any)
-	if len(pv) != len(t.checks)+len(rkeys) || len(vals) != len(members) || (s.FollowLen > 0 && len(fvals) != len(members)) {
-		return errScriptReply
+	rep := &aheadReply{}
+	var members []any
+	rep.pv, _ = res[0].([]any)
+	members, _ = res[1].([]any)
+	rep.vals, _ = res[2].([]any)
+	rep.fvals, _ = res[3].([]any)
+	if len(rep.pv) != len(t.checks)+len(rkeys) || len(rep.vals) != len(members) || (s.FollowLen > 0 && len(rep.fvals) != len(members)) {
+		return nil, errScriptReply
 	}
+	rep.members = make([]string, len(members))
+	for i, m := range members {
+		ms, ok := m.(string)
+		if !ok {
+			return nil, errScriptReply
+		}
+		rep.members[i] = ms
+	}
+	if err := t.compareChecks(rep.pv); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// compareChecks reports a conflict if a check's value (vals, in the order
+// of t.checks) is not the one fn was given.
+func (t *tx) compareChecks(vals []any) error {
 	for i, c := range t.checks {
-		if fingerprint(replyValue(pv[i])) != c.fp {
+		if fingerprint(replyValue(vals[i])) != c.fp {
 			return kv.ErrConflict
 		}
 	}
+	return nil
+}
+
+// bigAhead reads a page without named keys without per-key Lua, at one
+// instant, in two round trips: a WATCH of the range's sorted set and the
+// page's members, then MULTI, an MGET of the checks, the point keys and
+// the members' values, EXEC. EXEC runs only if the set is unchanged since
+// the members were read, so they are the page's members at the instant it
+// runs too, and everything returned is that instant's state. It returns
+// nil if EXEC refused (the set changed: any create or delete in the
+// range's 9-byte prefix); a check that changed is a conflict. EXEC ends
+// the WATCH, so the transaction still WATCHes nothing afterwards.
+func (t *tx) bigAhead(a *aheadPage, rkeys []string) (*aheadReply, error) {
+	var zr *redis.StringSliceCmd
+	// WATCHing until EXEC: should an error come first, the connection is
+	// UNWATCHed before it goes back to the pool (attempt).
+	t.watching = true
+	if err := t.pipe(func(p redis.Pipeliner) {
+		p.Do(t.ctx, "WATCH", a.zkey)
+		zr = p.ZRangeByLex(t.ctx, a.zkey, &redis.ZRangeBy{Min: a.min, Max: a.max, Count: int64(a.count)})
+	}); err != nil {
+		return nil, err
+	}
+	members, err := zr.Result()
+	if err != nil && err != redis.Nil {
+		return nil, err
+	}
+	np := len(t.checks) + len(rkeys)
+	all := make([]string, 0, np+len(members))
+	for _, c := range t.checks {
+		all = append(all, c.rkey)
+	}
+	all = append(all, rkeys...)
+	vprefix := t.s.keys.value(a.prefix[:kv.ScanPrefixLen])
+	for _, m := range members {
+		all = append(all, vprefix+m)
+	}
+	var mget *redis.SliceCmd
+	_, err = t.rtx.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
+		if len(all) > 0 {
+			mget = p.MGet(t.ctx, all...)
+		} else {
+			p.Ping(t.ctx)
+		}
+		return nil
+	})
+	if errors.Is(err, redis.TxFailedErr) {
+		t.watching = false
+		return nil, nil
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	t.watching = false
+	var vals []any
+	if mget != nil {
+		if vals, err = mget.Result(); err != nil {
+			return nil, err
+		}
+	}
+	if len(vals) != len(all) {
+		return nil, fmt.Errorf("MGET of %d keys answered %d values", len(all), len(vals))
+	}
+	if err := t.compareChecks(vals); err != nil {
+		return nil, err
+	}
+	return &aheadReply{pv: vals[:np], members: members, vals: vals[np:]}, nil
+}
+
+// keepAhead keeps the page read (rep) as t.ahead and the point keys' and
+// named keys' values in read1.
+func (t *tx) keepAhead(a *aheadPage, s kv.ScanAhead, rkeys []string, rep *aheadReply) error {
 	if t.read1 == nil {
 		t.read1 = map[string][]byte{}
 	}
 	for i, rk := range rkeys {
-		v, _ := replyValue(pv[len(t.checks)+i])
+		v, _ := replyValue(rep.pv[len(t.checks)+i])
 		t.read1[rk] = v
 	}
+	p9 := a.prefix[:kv.ScanPrefixLen]
+	fprefix := t.s.keys.value(s.FollowPrefix)
 	a.rkeys = rkeys
-	a.members = make([]string, len(members))
-	a.pairs = make([]pair, 0, len(members))
-	for i, m := range members {
-		ms, ok := m.(string)
-		if !ok {
-			return errScriptReply
+	a.members = rep.members
+	a.pairs = make([]pair, 0, len(rep.members))
+	// The page's keys and values share one allocation; each slice is
+	// capped at its end, so that an append to one cannot reach the next.
+	size := 0
+	for i, ms := range rep.members {
+		size += len(p9) + len(ms)
+		if v, ok := rep.vals[i].(string); ok {
+			size += len(v)
 		}
-		a.members[i] = ms
-		key := append(append(make([]byte, 0, len(p9)+len(ms)), p9...), ms...)
+	}
+	buf := make([]byte, 0, size)
+	for i, ms := range rep.members {
+		start := len(buf)
+		buf = append(append(buf, p9...), ms...)
+		key := buf[start:len(buf):len(buf)]
 		a.last = key
-		v, present := replyValue(vals[i])
+		vs, present := rep.vals[i].(string)
 		if !present {
 			continue // gone meanwhile: impossible at one instant
 		}
+		start = len(buf)
+		buf = append(buf, vs...)
+		v := buf[start:len(buf):len(buf)]
 		a.pairs = append(a.pairs, pair{key, v})
 		if s.FollowLen <= 0 || len(v) < s.FollowOff+s.FollowLen {
 			continue
 		}
 		named := fprefix + string(v[s.FollowOff:s.FollowOff+s.FollowLen])
-		got, gotPresent := replyValue(fvals[i])
+		got, gotPresent := replyValue(rep.fvals[i])
 		if old, ok := t.read1[named]; ok {
 			// Read before (a check, or a point key above): the same instant
 			// or one the checks tie to it; the value must agree.
@@ -180,7 +336,7 @@ func (t *tx) scanAhead(s kv.ScanAhead, keys [][]byte) error {
 		t.read1[named] = got
 		a.rkeys = append(a.rkeys, named)
 	}
-	a.done = len(members) < count
+	a.done = len(rep.members) < a.count
 	t.ahead = a
 	return nil
 }

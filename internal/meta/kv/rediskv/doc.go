@@ -65,7 +65,16 @@
 //     the point keys, a page of the range (up to 8192 members of its
 //     sorted set and their values) and the keys the values name, all at
 //     one instant; a Scan of that range starts with the page, and Gets of
-//     those keys are answered from it. Nothing of it is WATCHed or made a
+//     those keys are answered from it. A page that names no keys and
+//     may hold more than 256 members (a plain listing of a big
+//     directory) is read without per-key Lua, whose work in Redis costs
+//     more than the reads: a WATCH of the sorted set and its members,
+//     then MULTI, an MGET of the checks, the point keys and the members'
+//     values, EXEC (at the start of a range the script reads the first
+//     256 before, and that is all for a smaller one). EXEC runs only if
+//     the set did not change since its members were read, so all of it
+//     is EXEC's instant (if it changed, the script reads the whole page),
+//     and EXEC ends the WATCH. Nothing of it is WATCHed or made a
 //     check (a page is too many keys to re-read every round): the next
 //     read round, if any, first WATCHes all of it and re-reads it, a
 //     change being a conflict, and goes on WATCHing as above.
@@ -103,7 +112,8 @@
 // nothing to commit (kvmeta's Lookup: one, the directory's attributes,
 // the entry and the child's attributes together; kvmeta's Readdir: one,
 // the directory's attributes, a page of entries and, for readdirplus,
-// their attributes together); a Txn of point reads
+// their attributes together; two or three for a page of more than 256
+// names without attributes); a Txn of point reads
 // one per read round plus one (kvmeta's create and unlink: two), less
 // the first round when seeds cover it (a create or unlink after the
 // kernel's lookup of the name: one). A read of one key outside a
