@@ -60,7 +60,7 @@ func (c *listingCache) add(dir meta.Ino, after string, r readPage, ahead bool) {
 	c.room(len(r.page))
 	m := c.dirs[dir]
 	if m == nil {
-		m = map[string]listed{}
+		m = make(map[string]listed, len(r.page)) // a listing's first page: sized once
 		c.dirs[dir] = m
 	}
 	for _, e := range r.page {

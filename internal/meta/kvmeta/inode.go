@@ -125,7 +125,9 @@ func (e *Engine) Readlink(ctx context.Context, ino meta.Ino) (string, error) {
 // trip per batch where the backend reads many keys at once). limit <= 0
 // returns all entries. Where the store reads a scan ahead
 // (kv.ScanPrefetcher: Redis), the directory's attributes, the page and,
-// with plus, the attributes its entries name are one round trip.
+// with plus, the attributes its entries name are read together: one round
+// trip for a page with attributes or of up to 256 names, two or three for
+// a bigger page of names only (rediskv's doc has how).
 // Permission to read the directory is checked when it is opened (Access),
 // as for read(2) on an open descriptor.
 func (e *Engine) Readdir(ctx context.Context, ino meta.Ino, after string, limit int, plus bool) ([]meta.DirEntry, error) {
