@@ -280,10 +280,17 @@ netns_up() {
 	ip link set "$VETH_NS" netns "$NETNS"
 	ip addr add "$HOST_IP/30" dev "$VETH_HOST"
 	ip link set "$VETH_HOST" up
-	ip netns exec "$NETNS" ip addr add "$NS_IP/30" dev "$VETH_NS"
-	ip netns exec "$NETNS" ip link set "$VETH_NS" up
-	ip netns exec "$NETNS" ip link set lo up
+	ip -n "$NETNS" addr add "$NS_IP/30" dev "$VETH_NS"
+	ip -n "$NETNS" link set "$VETH_NS" up
+	ip -n "$NETNS" link set lo up
 }
+
+# in_netns runs a command in the namespace's network only. Not `ip netns
+# exec`: that also gives the command a copy of this machine's mounts, and
+# a daemon left running in it (the MooseFS master and chunkserver) keeps
+# every FUSE file system mounted at that moment alive after it is
+# unmounted here: their servers (anyone's, a test suite's) never exit.
+in_netns() { nsenter --net="/run/netns/$NETNS" -- "$@"; }
 
 netns_down() {
 	ip link del "$VETH_HOST" 2>/dev/null || true
@@ -322,9 +329,9 @@ setup_moosefs() {
 	local d=$WORK/moosefs
 	mfs_configs
 	netns_up || { skip moosefs "cannot create network namespace $NETNS with a veth pair"; return; }
-	ip netns exec "$NETNS" mfsmaster -c "$d/mfsmaster.cfg" start >"$d/master.log" 2>&1 ||
+	in_netns mfsmaster -c "$d/mfsmaster.cfg" start >"$d/master.log" 2>&1 ||
 		{ skip moosefs "mfsmaster did not start: $(tail -1 "$d/master.log")"; return; }
-	ip netns exec "$NETNS" mfschunkserver -c "$d/mfschunkserver.cfg" start >"$d/cs.log" 2>&1 ||
+	in_netns mfschunkserver -c "$d/mfschunkserver.cfg" start >"$d/cs.log" 2>&1 ||
 		{ skip moosefs "mfschunkserver did not start: $(tail -1 "$d/cs.log")"; return; }
 	sleep 2 # the chunkserver registers with the master
 	mount_one moosefs 0 || { skip moosefs "mfsmount failed: $(tail -1 "$d/mount0.log")"; return; }
@@ -335,8 +342,8 @@ setup_moosefs() {
 stop_moosefs() {
 	local d=$WORK/moosefs
 	if ip netns list 2>/dev/null | grep -qw "$NETNS"; then
-		[ ! -f "$d/mfschunkserver.cfg" ] || ip netns exec "$NETNS" mfschunkserver -c "$d/mfschunkserver.cfg" stop >/dev/null 2>&1 || true
-		[ ! -f "$d/mfsmaster.cfg" ] || ip netns exec "$NETNS" mfsmaster -c "$d/mfsmaster.cfg" stop >/dev/null 2>&1 || true
+		[ ! -f "$d/mfschunkserver.cfg" ] || in_netns mfschunkserver -c "$d/mfschunkserver.cfg" stop >/dev/null 2>&1 || true
+		[ ! -f "$d/mfsmaster.cfg" ] || in_netns mfsmaster -c "$d/mfsmaster.cfg" stop >/dev/null 2>&1 || true
 	fi
 	netns_down
 }
