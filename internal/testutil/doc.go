@@ -14,6 +14,8 @@
 //     tests do, so a deadlock in the mount never freezes the test process.
 //   - hygiene.go: the leftover-mount and fd-leak checks run by Main after a
 //     package's tests.
+//   - pagecache.go: Resident, the fraction of a file's pages in the page
+//     cache, for tests of what is kept in memory or read ahead.
 //
 // Invariants: every mount started here is registered and unmounted by a
 // t.Cleanup; Main fails the run if one is still in /proc/self/mountinfo at

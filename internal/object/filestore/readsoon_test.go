@@ -8,42 +8,12 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"shoal/internal/object"
+	"shoal/internal/testutil"
 )
-
-// resident returns the fraction of path's pages in the page cache.
-func resident(t *testing.T, path string) float64 {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	pages := (len(m) + os.Getpagesize() - 1) / os.Getpagesize()
-	vec := make([]byte, pages)
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
-	if errno != 0 {
-		t.Fatal(errno)
-	}
-	in := 0
-	for _, v := range vec {
-		in += int(v & 1)
-	}
-	return float64(in) / float64(pages)
-}
 
 // directWorks reports whether dir's file system takes O_DIRECT opens.
 func directWorks(dir string) bool {
@@ -69,13 +39,13 @@ func TestPutReadSoonCaches(t *testing.T) {
 	if err := s.Put(ctx, "later", bytes.NewReader(data), int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
-	if r := resident(t, s.path("soon")); r < 0.99 {
+	if r := testutil.Resident(t, s.path("soon")); r < 0.99 {
 		t.Errorf("read-soon object: %.0f%% of its pages cached, want all", 100*r)
 	}
 	if !directWorks(s.root) {
 		t.Skipf("%s refuses O_DIRECT: objects always go through the page cache", s.root)
 	}
-	if r := resident(t, s.path("later")); r > 0.01 {
+	if r := testutil.Resident(t, s.path("later")); r > 0.01 {
 		t.Errorf("object without the hint: %.0f%% of its pages cached, want none (written with O_DIRECT)", 100*r)
 	}
 }
@@ -103,7 +73,7 @@ func TestPutSmallThroughCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"small", "fresh/small"} {
-		if r := resident(t, s.path(k)); r < 0.99 {
+		if r := testutil.Resident(t, s.path(k)); r < 0.99 {
 			t.Errorf("%s (%d bytes): %.0f%% of its pages cached, want all (written through the page cache)", k, len(small), 100*r)
 		}
 	}
@@ -141,7 +111,7 @@ func TestSmallGetReadsItsRange(t *testing.T) {
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
-	if r := resident(t, s.path("obj")); r > 0.01 {
+	if r := testutil.Resident(t, s.path("obj")); r > 0.01 {
 		t.Skipf("the object's pages stay cached after FADV_DONTNEED (%.0f%%)", 100*r)
 	}
 	rc, err := s.Get(ctx, "obj", 0, int64(len(data)))
@@ -155,7 +125,7 @@ func TestSmallGetReadsItsRange(t *testing.T) {
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		r := resident(t, s.path("obj"))
+		r := testutil.Resident(t, s.path("obj"))
 		if r >= 0.99 {
 			return
 		}

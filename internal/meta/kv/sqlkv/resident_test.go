@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"shoal/internal/meta/kv"
+	"shoal/internal/testutil"
 )
 
 // TestSQLiteFilesStayResident checks that the database file and its WAL
@@ -68,27 +68,5 @@ func dropAndMeasure(t *testing.T, path string) float64 {
 	if err := unix.Fadvise(fd, 0, 0, unix.FADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Size() == 0 {
-		return 0
-	}
-	mem, err := unix.Mmap(fd, 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(mem)
-	page := os.Getpagesize()
-	vec := make([]byte, (len(mem)+page-1)/page)
-	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0])))
-	if errno != 0 {
-		t.Fatal(errno)
-	}
-	in := 0
-	for _, v := range vec {
-		in += int(v & 1)
-	}
-	return float64(in) / float64(len(vec))
+	return testutil.Resident(t, path)
 }
