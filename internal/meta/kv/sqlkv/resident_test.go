@@ -1,8 +1,6 @@
 package sqlkv
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,7 +8,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"shoal/internal/meta/kv"
 	"shoal/internal/testutil"
 )
 
@@ -22,22 +19,8 @@ import (
 // memory pressure) reads the database from disk page by page, and a
 // commit waits for reads of the WAL blocks its frames partly overwrite.
 func TestSQLiteFilesStayResident(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "meta.db")
-	st, err := Open(ctx, "sqlite://"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	for i := range 2 * ckptEvery {
-		err := st.Txn(ctx, func(tx kv.Tx) error {
-			tx.Set(fmt.Appendf(nil, "key%06d", i), make([]byte, 1000))
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	fillSQLite(t, openSQLiteAt(t, path), 2*ckptEvery)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		db, wal := dropAndMeasure(t, path), dropAndMeasure(t, path+"-wal")

@@ -15,27 +15,14 @@ import (
 // database file without a Sync and below the writer's own auto-checkpoint
 // threshold: the checkpointer goroutine moved them.
 func TestSQLiteCheckpointInBackground(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "meta.db")
-	st, err := Open(ctx, "sqlite://"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openSQLiteAt(t, path)
 	before, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	commits := 2 * ckptEvery // a few hundred pages, far below writerAutoCheckpoint
-	for i := range commits {
-		err := st.Txn(ctx, func(tx kv.Tx) error {
-			tx.Set(fmt.Appendf(nil, "key%06d", i), make([]byte, 1000))
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	fillSQLite(t, st, commits)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		after, err := os.Stat(path)
@@ -153,5 +140,30 @@ func TestSQLiteSyncKeepsWALOpen(t *testing.T) {
 	}
 	if n := walDescriptors(t, wal); n != 0 {
 		t.Errorf("after Close: %d descriptors on the WAL, want none", n)
+	}
+}
+
+// openSQLiteAt opens a SQLite store at path, closed when the test ends.
+func openSQLiteAt(t *testing.T, path string) kv.Store {
+	t.Helper()
+	st, err := Open(context.Background(), "sqlite://"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// fillSQLite commits n transactions of one 1000-byte key each.
+func fillSQLite(t *testing.T, st kv.Store, n int) {
+	t.Helper()
+	for i := range n {
+		err := st.Txn(context.Background(), func(tx kv.Tx) error {
+			tx.Set(fmt.Appendf(nil, "key%06d", i), make([]byte, 1000))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
