@@ -1,7 +1,9 @@
 package fusefs
 
 import (
+	"context"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -13,17 +15,20 @@ import (
 // kernel for NegativeTimeout. A name this mount has just listed is
 // answered from the listing (vfs.FS.LookupListed), with the timeouts
 // shortened by the listing's age; any other answer comes from the engine
-// and is newer than what a listing read before it (vfs.FS.Refreshed).
+// (or its invalidated cache, with the timeouts shortened by the answer's
+// age: cachedCtx) and is newer than what a listing read before it
+// (vfs.FS.Refreshed).
 func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enter()()
 	if e, read, ok := fs.vfs.LookupListed(ctx(h), meta.Ino(h.NodeId), name, fs.listingTTL()); ok {
 		fs.fillEntryRead(e, read, out)
 		return fuse.OK
 	}
-	e, err := fs.vfs.Lookup(ctx(h), meta.Ino(h.NodeId), name)
+	c, cached := fs.cachedCtx(ctx(h))
+	e, err := fs.vfs.Lookup(c, meta.Ino(h.NodeId), name)
 	if err == syscall.ENOENT && fs.opts.NegativeTimeout > 0 {
 		*out = fuse.EntryOut{}
-		out.SetEntryTimeout(fs.opts.NegativeTimeout)
+		out.SetEntryTimeout(max(fs.opts.NegativeTimeout-cached.age(), 0))
 		return fuse.OK
 	}
 	if err != nil {
@@ -32,6 +37,10 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 	fs.vfs.Refreshed(e.Ino)
 	fs.dirs.forget(e.Ino) // older than what the kernel is now told
 	fs.fillEntry(e, out)
+	if age := cached.age(); age > 0 {
+		out.SetEntryTimeout(max(fs.opts.EntryTimeout-age, 0))
+		out.SetAttrTimeout(max(fs.opts.AttrTimeout-age, 0))
+	}
 	return fuse.OK
 }
 
@@ -49,14 +58,41 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Attr
 		out.SetTimeout(left)
 		return fuse.OK
 	}
-	a, err := fs.vfs.Getattr(ctx(&in.InHeader), meta.Ino(in.NodeId))
+	c, cached := fs.cachedCtx(ctx(&in.InHeader))
+	a, err := fs.vfs.Getattr(c, meta.Ino(in.NodeId))
 	if err != nil {
 		return fs.status("getattr", err)
 	}
 	fs.vfs.Refreshed(meta.Ino(in.NodeId))
 	fillAttr(meta.Ino(in.NodeId), a, &out.Attr)
-	out.SetTimeout(fs.opts.AttrTimeout)
+	out.SetTimeout(max(fs.opts.AttrTimeout-cached.age(), 0))
 	return fuse.OK
+}
+
+// cachedCtx lets the engine answer a lookup or getattr, whose answer
+// only feeds the kernel's timed caches, from a cache its server
+// invalidates (meta.Cached: a Redis mount's), unless the mount is strict.
+// The caller shortens the kernel's timeouts by the answer's age.
+func (fs *FS) cachedCtx(c context.Context) (context.Context, *cachedRead) {
+	if fs.listingTTL() <= 0 {
+		return c, nil
+	}
+	r := &cachedRead{}
+	return meta.WithCached(c, &r.c), r
+}
+
+// cachedRead is what an engine reported of an answer from its cache.
+type cachedRead struct{ c meta.Cached }
+
+// age is how long ago a cached answer was current: 0 for a fresh one.
+func (r *cachedRead) age() time.Duration {
+	if r == nil {
+		return 0
+	}
+	if at := r.c.At(); !at.IsZero() {
+		return time.Since(at)
+	}
+	return 0
 }
 
 // SetAttr implements fuse.RawFileSystem.

@@ -163,6 +163,24 @@ func PrefetchScan(tx Tx, s ScanAhead, keys ...[]byte) error {
 	return Prefetch(tx, keys...)
 }
 
+// Cacher is implemented by stores that can keep, on the client, values
+// their server invalidates when anyone changes them (Redis's client-side
+// caching). CacheKeys names the keys worth keeping, by prefix (kvmeta: an
+// inode's attributes and directory entries). Such a store answers only
+// reads whose context carries a meta.Cached from the cache, and only with
+// values known current a fraction of a second ago; it reports their age
+// there. It is optional.
+type Cacher interface {
+	CacheKeys(prefixes ...[]byte)
+}
+
+// CacheKeys tells s which keys to keep on the client, where s can.
+func CacheKeys(s Store, prefixes ...[]byte) {
+	if c, ok := s.(Cacher); ok {
+		c.CacheKeys(prefixes...)
+	}
+}
+
 // PointReader is implemented by stores that read one key cheaper outside
 // an explicit transaction: one statement instead of BEGIN, SELECT and
 // COMMIT (three cgo calls for SQLite; two round trips for PostgreSQL,

@@ -101,6 +101,10 @@ func New(store kv.Store, opts Options) *Engine {
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
+	// What a lookup and a getattr read: a store that can keep them on the
+	// client, invalidated by its server, answers the kernel's timed
+	// caches from there (meta.Cached).
+	kv.CacheKeys(store, []byte{kindAttr}, []byte{kindDentry})
 	go e.flushLoop(opts.FlushInterval)
 	return e
 }

@@ -338,7 +338,22 @@ func (t *tx) keepAhead(a *aheadPage, s kv.ScanAhead, rkeys []string, rep *aheadR
 	}
 	a.done = len(rep.members) < a.count
 	t.ahead = a
+	t.dropCached(a.pairs, a.rkeys)
 	return nil
+}
+
+// dropCached drops what a page read afresh from the client-side cache
+// (track.go): the kernel may be told these values, and the cache must
+// not go back to older ones.
+func (t *tx) dropCached(pairs []pair, rkeys []string) {
+	if !t.s.track.running.Load() {
+		return
+	}
+	drop := make([]string, 0, len(pairs)+len(rkeys))
+	for _, p := range pairs {
+		drop = append(drop, t.s.keys.value(p.k))
+	}
+	t.s.track.drop(append(drop, rkeys...))
 }
 
 // replyValue reads one value of a script's reply: nil and false where

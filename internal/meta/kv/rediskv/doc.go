@@ -15,6 +15,7 @@
 //	                      can share one Redis database
 //	retry_timeout=30s     retry bound of one transaction
 //	cluster=true          Cluster mode for a redis:// URL
+//	cache=off             no client-side cache (see Cache); default on
 //	sentinel_password=P   password of the Sentinels (the one in the
 //	                      URL's user part is the master's)
 //	ca=FILE               rediss only: PEM CA certificate(s) the server's

@@ -103,6 +103,9 @@ func (s *Store) exclusiveAttempt(ctx context.Context, token string, fn func(kv.T
 // size.
 func (t *tx) commitExclusive() error {
 	keys := t.sortedWrites()
+	if t.s.track.running.Load() {
+		defer t.s.track.wrote(t.writtenRKeys())
+	}
 	var evals []*redis.Cmd
 	var release *redis.Cmd
 	_, err := t.s.bulk.get().TxPipelined(t.ctx, func(p redis.Pipeliner) error {

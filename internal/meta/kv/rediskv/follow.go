@@ -56,7 +56,7 @@ func (t *tx) PrefetchFollow(f kv.Follow, keys ...[]byte) error {
 	}
 	rkeys := t.unread(keys)
 	rkeys = append(rkeys, t.s.keys.value(f.From)) // last: the one followed
-	if t.seedFollow(f, rkeys) {
+	if t.cachedFollow(f, rkeys) || t.seedFollow(f, rkeys) {
 		return nil
 	}
 	if err := t.follow(f, rkeys); err != nil {
@@ -88,6 +88,7 @@ func (t *tx) follow(f kv.Follow, rkeys []string) error {
 	for _, rk := range rkeys {
 		args = append(args, rk)
 	}
+	g := t.s.track.guard(rkeys)
 	res, err := followScriptSHA.Run(t.ctx, t.rtx, []string{t.s.keys.route()}, args...).Slice()
 	if err != nil {
 		return err
@@ -137,7 +138,45 @@ func (t *tx) follow(f kv.Follow, rkeys []string) error {
 		vals[i], presents[i] = v, present
 	}
 	t.s.seeds.put(rkeys, vals, presents)
+	t.s.track.fill(rkeys, vals, presents, g) // a key named by the read: no slot guard
 	return nil
+}
+
+// cachedFollow is PrefetchFollow's round from the client-side cache: a
+// View's first, if every key, and the key f.From's value names, may be
+// served (track.go). All of them were current at one instant, which the
+// context's meta.Cached is told; they become checks like a read round's,
+// so that a later round, if any, finds them still current or conflicts
+// (and the retry reads from Redis).
+func (t *tx) cachedFollow(f kv.Follow, rkeys []string) bool {
+	c := t.cached
+	t.cached = nil // the first round only
+	if c == nil || len(t.checks) > 0 {
+		return false
+	}
+	rkeys, vs, at, ok := t.s.track.get(rkeys, func(vs []trackedValue) string {
+		if from := vs[len(vs)-1]; from.present && len(from.value) >= f.Off+f.Len {
+			return t.s.keys.value(append(append([]byte{}, f.Prefix...), from.value[f.Off:f.Off+f.Len]...))
+		}
+		return ""
+	})
+	if !ok {
+		return false
+	}
+	if t.read1 == nil {
+		t.read1 = map[string][]byte{}
+	}
+	for i, v := range vs {
+		val := v.value
+		if v.present && val == nil {
+			val = []byte{}
+		}
+		t.read1[rkeys[i]] = val
+		t.checks = append(t.checks, check{rkey: rkeys[i], fp: fingerprint(v.value, v.present)})
+	}
+	t.s.track.served.Add(1)
+	c.Served(at)
+	return true
 }
 
 // unread returns the Redis keys of those of keys this transaction has not

@@ -176,6 +176,7 @@ func (t *tx) values(keys [][]byte) ([]pair, error) {
 			out = append(out, pair{keys[i], []byte(s)})
 		}
 	}
+	t.s.track.drop(rkeys)
 	return out, nil
 }
 

@@ -51,6 +51,8 @@ type Store struct {
 	freezeTTL    time.Duration // freezeTTL; tests shorten it
 	closed       atomic.Bool
 	seeds        seedCache // values lately read or written (seeds.go)
+	track        tracker   // the client-side cache (track.go)
+	noCache      bool      // the URL's cache=off
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -68,7 +70,8 @@ func OpenOptions(ctx context.Context, rawURL string, opts Options) (kv.Store, er
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{keys: newLayout(c.ns), cluster: c.cluster, name: c.display, retryTimeout: c.retry, freezeTTL: freezeTTL}
+	s := &Store{keys: newLayout(c.ns), cluster: c.cluster, name: c.display, retryTimeout: c.retry, freezeTTL: freezeTTL, noCache: c.noCache}
+	s.track.s = s
 	if s.retryTimeout <= 0 {
 		s.retryTimeout = opts.RetryTimeout
 	}
@@ -132,7 +135,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return errClosed
 	}
-	if err := errors.Join(s.client.Close(), s.bulk.close()); err != nil {
+	if err := errors.Join(s.track.close(), s.client.Close(), s.bulk.close()); err != nil {
 		return fmt.Errorf("rediskv: %s: close: %w", s.name, err)
 	}
 	return nil
@@ -166,18 +169,32 @@ var _ kv.PointReader = (*Store)(nil)
 
 // GetOne implements kv.PointReader: one GET on a pooled connection (no
 // dedicated one, as a View takes), with View's retry rules. One GET is
-// one state.
+// one state. A context with a meta.Cached may be answered from the
+// client-side cache instead (track.go).
 func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, errClosed
 	}
+	rk := s.keys.value(key)
+	if c := meta.CachedOf(ctx); c != nil && s.track.ensure() {
+		if _, vs, at, ok := s.track.get([]string{rk}, nil); ok {
+			s.track.served.Add(1)
+			c.Served(at)
+			if !vs[0].present {
+				return nil, nil
+			}
+			return append([]byte{}, vs[0].value...), nil
+		}
+	}
 	var out []byte
 	err := kv.Retry(ctx, "rediskv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
-		v, err := s.client.Get(ctx, s.keys.value(key)).Bytes()
+		g := s.track.guard([]string{rk})
+		v, err := s.client.Get(ctx, rk).Bytes()
 		switch {
 		case errors.Is(err, redis.Nil):
 			out = nil
-			s.seeds.put([]string{s.keys.value(key)}, [][]byte{nil}, []bool{false})
+			s.seeds.put([]string{rk}, [][]byte{nil}, []bool{false})
+			s.track.fill([]string{rk}, [][]byte{nil}, []bool{false}, g)
 			return kv.Fatal, nil
 		case err != nil:
 			return classify(err), s.wrap("get", err)
@@ -185,8 +202,24 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 			v = []byte{}
 		}
 		out = v
-		s.seeds.put([]string{s.keys.value(key)}, [][]byte{append([]byte{}, v...)}, []bool{true})
+		kept := append([]byte{}, v...)
+		s.seeds.put([]string{rk}, [][]byte{kept}, []bool{true})
+		s.track.fill([]string{rk}, [][]byte{kept}, []bool{true}, g)
 		return kv.Fatal, nil
 	})
 	return out, err
+}
+
+var _ kv.Cacher = (*Store)(nil)
+
+// CacheKeys implements kv.Cacher: values of keys under prefixes are kept
+// on the client, invalidated by Redis (track.go). Tracking starts with the
+// first read that may be answered from the cache. Not in Cluster mode,
+// nor with the URL's cache=off.
+func (s *Store) CacheKeys(prefixes ...[]byte) {
+	p := make([]string, len(prefixes))
+	for i, pre := range prefixes {
+		p[i] = s.keys.value(pre)
+	}
+	s.track.prefixes.Store(&p)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
 )
 
@@ -30,6 +31,7 @@ type tx struct {
 	ahead    *aheadPage        // the page PrefetchScan read, if any
 	seedable bool              // the first read round may take seeds (seeds.go)
 	seeded   []string          // Redis keys whose values came from seeds
+	cached   *meta.Cached      // a View's first round may come from the client-side cache
 	err      error
 }
 
@@ -169,6 +171,7 @@ func (t *tx) read(rkeys []string) ([][]byte, error) {
 			return nil, err
 		}
 		vals, _, err := mgetValues(mget, len(rkeys))
+		t.s.track.drop(rkeys)
 		return vals, err
 	}
 	checked := len(t.checks)
@@ -178,6 +181,7 @@ func (t *tx) read(rkeys []string) ([][]byte, error) {
 	}
 	all = append(all, rkeys...)
 	watch := t.watching || len(all) > maxChecks || t.pendingAhead()
+	g := t.s.track.guard(all)
 	var mget *redis.SliceCmd
 	var ahead func() error
 	if err := t.pipe(func(p redis.Pipeliner) {
@@ -199,6 +203,7 @@ func (t *tx) read(rkeys []string) ([][]byte, error) {
 		return nil, err
 	}
 	t.s.seeds.put(all, vals, present)
+	t.s.track.fill(all, vals, present, g)
 	for i, c := range t.checks {
 		if fingerprint(vals[i], present[i]) != c.fp {
 			return nil, kv.ErrConflict

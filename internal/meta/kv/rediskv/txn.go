@@ -24,21 +24,28 @@ func (s *Store) txn(ctx context.Context, readOnly bool, fn func(kv.Tx) error) er
 	first := true
 	return kv.Retry(ctx, "rediskv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
 		seedable := first && !readOnly
+		var cached *meta.Cached
+		if first && readOnly {
+			if cached = meta.CachedOf(ctx); cached != nil && !s.track.ensure() {
+				cached = nil
+			}
+		}
 		first = false
-		return s.attempt(ctx, readOnly, seedable, fn)
+		return s.attempt(ctx, readOnly, seedable, cached, fn)
 	})
 }
 
 // attempt runs fn once and commits. A nil error means committed.
-// seedable: its first read round may take seeds (seeds.go).
-func (s *Store) attempt(ctx context.Context, readOnly, seedable bool, fn func(kv.Tx) error) (kv.Class, error) {
+// seedable: its first read round may take seeds (seeds.go); cached: a
+// View's first read round may come from the client-side cache (track.go).
+func (s *Store) attempt(ctx context.Context, readOnly, seedable bool, cached *meta.Cached, fn func(kv.Tx) error) (kv.Class, error) {
 	class, result := kv.Fatal, error(nil)
 	var routing []string
 	if s.cluster {
 		routing = []string{s.keys.route()} // picks the namespace's node
 	}
 	err := s.client.Watch(ctx, func(rtx *redis.Tx) error {
-		t := &tx{s: s, ctx: ctx, rtx: rtx, readOnly: readOnly, seedable: seedable, watched: map[string]bool{}}
+		t := &tx{s: s, ctx: ctx, rtx: rtx, readOnly: readOnly, seedable: seedable, cached: cached, watched: map[string]bool{}}
 		class, result = t.finish(fn(t))
 		if result != nil && len(t.seeded) > 0 {
 			s.seeds.drop(t.seeded)
@@ -122,6 +129,11 @@ func (t *tx) commit() error {
 		}
 		args = t.writeArgs(head, t.sortedWrites())
 	}
+	if len(t.writes) > 0 && t.s.track.running.Load() {
+		rkeys := t.writtenRKeys()
+		t.s.track.writing(rkeys)
+		defer t.s.track.wrote(rkeys) // run, failed or unknown: the old values go
+	}
 	route := []string{t.s.keys.route()}
 	if !t.watching {
 		if !validate {
@@ -149,6 +161,15 @@ func (t *tx) commit() error {
 		}
 	}
 	return err
+}
+
+// writtenRKeys returns the Redis keys of the writes.
+func (t *tx) writtenRKeys() []string {
+	rkeys := make([]string, 0, len(t.writes))
+	for k := range t.writes {
+		rkeys = append(rkeys, t.s.keys.value([]byte(k)))
+	}
+	return rkeys
 }
 
 // commitScriptSHA sends commitScript by its SHA-1 (EVALSHA), loading it

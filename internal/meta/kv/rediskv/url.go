@@ -22,6 +22,7 @@ type config struct {
 	ns      string        // key namespace: every key starts with "{ns}:"
 	retry   time.Duration // 0: the Options or default bound
 	cluster bool
+	noCache bool // cache=off: no client-side cache (track.go)
 	display string // the URL without password or query, for Name
 	tls     tlsconf.Files
 }
@@ -31,6 +32,7 @@ const (
 	paramNamespace    = "ns"
 	paramRetry        = "retry_timeout"
 	paramCluster      = "cluster"
+	paramCache        = "cache"
 	paramSentinelPass = "sentinel_password"
 	paramCA           = "ca"
 	paramCert         = "cert"
@@ -183,8 +185,8 @@ func (c *config) setTLS(tlsOn bool) error {
 	return nil
 }
 
-// setQuery takes ns, retry_timeout, cluster, sentinel_password, ca, cert
-// and key.
+// setQuery takes ns, retry_timeout, cluster, cache, sentinel_password,
+// ca, cert and key.
 func (c *config) setQuery(rawQuery string) error {
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
@@ -210,6 +212,14 @@ func (c *config) setQuery(rawQuery string) error {
 				return fmt.Errorf("rediskv: META-URL cluster=%q: want true or false", v)
 			}
 			c.cluster = c.cluster || on
+		case paramCache:
+			switch v {
+			case "on":
+			case "off":
+				c.noCache = true
+			default:
+				return fmt.Errorf("rediskv: META-URL cache=%q: want on or off", v)
+			}
 		case paramSentinelPass:
 			c.opts.SentinelPassword = v
 		case paramCA:
@@ -219,7 +229,7 @@ func (c *config) setQuery(rawQuery string) error {
 		case paramKey:
 			c.tls.Key = v
 		default:
-			return fmt.Errorf("rediskv: unknown META-URL parameter %q (known: ns, retry_timeout, cluster, sentinel_password, ca, cert, key)", name)
+			return fmt.Errorf("rediskv: unknown META-URL parameter %q (known: ns, retry_timeout, cluster, cache, sentinel_password, ca, cert, key)", name)
 		}
 	}
 	return nil

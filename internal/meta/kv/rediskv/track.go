@@ -1,0 +1,482 @@
+package rediskv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"hash/maphash"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The client-side cache (kv.Cacher; the package doc's "Cache" section
+// says why it is correct). Redis tells one connection of this client,
+// subscribed to invalidateChannel, the name of every key under the cached
+// prefixes that anyone modifies (CLIENT TRACKING in broadcast mode). The
+// cache holds values read from Redis; an invalidation deletes its key.
+//
+// A PING on that connection is answered after every invalidation Redis
+// queued for it before running the PING. Broadcast invalidations are
+// queued once per event-loop turn, after the turn's commands, so the PING
+// answered first may still precede the invalidation of a change made in
+// the same turn; a PING sent after that answer runs in a later turn.
+// Pings go one at a time, each sent after the answer to the one before.
+// So when the answer to ping k arrives, every change Redis made before it
+// ran ping k-1, which was after ping k-1 was sent, has been invalidated
+// here: every value inserted before that send and still held is current
+// as of that instant, valid. An entry is served only if it was inserted
+// before valid, and only while valid is younger than staleMax.
+//
+// A value read from Redis is inserted only if no invalidation of its key
+// was processed between sending the read and inserting it (the slot
+// counters): otherwise the read may predate a change whose invalidation is
+// already spent. Any reset (a new connection, a lost or unexpected
+// message, a flush of the database) empties the cache and starts valid
+// over; so does a full cache.
+//
+// This client's own commits: after one, the old values of the keys it
+// wrote are dropped at once (this mount reads its own writes), and when
+// their invalidations come back the keys are read again, so that what this
+// mount just wrote is served from the cache a moment later (a stat of
+// every file just created).
+type tracker struct {
+	s        *Store
+	prefixes atomic.Pointer[[]string] // Redis key prefixes tracked; nil: off
+	start    sync.Once
+	running  atomic.Bool
+	off      atomic.Bool // Redis refused tracking: never retried
+	ctx      context.Context
+	cancel   context.CancelFunc
+	client   redis.UniversalClient
+	ps       *redis.PubSub
+	wg       sync.WaitGroup
+	pongs    chan string
+	refetch  chan []string
+	seed     maphash.Seed
+	global   atomic.Uint64 // bumped by every invalidation and reset
+	slots    [trackSlots]atomic.Uint64
+	served   atomic.Int64 // answers from the cache, for tests
+
+	mu       sync.Mutex
+	m        map[string]trackedValue
+	own      map[string]time.Time // keys this client wrote, awaiting their invalidation
+	valid    time.Time            // see above; zero: nothing is served
+	prevSent time.Time            // when the ping last answered was sent; zero after a reset
+	pingSeq  uint64               // the ping awaited
+	pingSent time.Time            // when it was sent
+}
+
+// trackedValue is one cached value.
+type trackedValue struct {
+	value   []byte // never modified once stored
+	present bool
+	at      time.Time // when it was inserted
+}
+
+const (
+	invalidateChannel = "__redis__:invalidate"
+	trackSlots        = 1024
+	trackMax          = 1 << 17 // entries; the cache starts afresh past it
+	pingEvery         = 20 * time.Millisecond
+	// staleMax bounds how long before an answer from the cache the value
+	// was known current.
+	staleMax = 100 * time.Millisecond
+	pongWait = time.Second
+	ownAge   = 2 * time.Second
+	// refetchMax bounds the keys of one refetch read.
+	refetchMax = 512
+)
+
+// testHookFill, if set, runs before each fill (tests delay fills with it,
+// as a slow reader would).
+var testHookFill func()
+
+// guard is the state of the invalidation counters before a read was
+// sent: what the read returns may be inserted only if none of its keys'
+// slots (or, for a key whose name the read learns, no slot at all) saw an
+// invalidation since.
+type guard struct {
+	global uint64
+	slots  []uint64
+}
+
+func (tr *tracker) slot(rk string) int {
+	return int(maphash.String(tr.seed, rk) % trackSlots)
+}
+
+// tracks says whether rk is under a cached prefix.
+func (tr *tracker) tracks(rk string) bool {
+	p := tr.prefixes.Load()
+	if p == nil {
+		return false
+	}
+	for _, pre := range *p {
+		if strings.HasPrefix(rk, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// ensure starts tracking, once, if keys were named and the store can.
+func (tr *tracker) ensure() bool {
+	if tr.running.Load() {
+		return true
+	}
+	if tr.prefixes.Load() == nil || tr.s.cluster || tr.s.noCache || tr.off.Load() || tr.s.closed.Load() {
+		return false
+	}
+	tr.start.Do(tr.run)
+	return tr.running.Load()
+}
+
+// run starts the tracking connection and its goroutines.
+func (tr *tracker) run() {
+	tr.seed = maphash.MakeSeed()
+	tr.ctx, tr.cancel = context.WithCancel(context.Background())
+	tr.pongs = make(chan string, 1)
+	tr.refetch = make(chan []string, 64)
+	opts := tr.s.bulk.opts
+	opts.Protocol = 2 // invalidations as Pub/Sub messages, in order with the pongs
+	opts.OnConnect = tr.onConnect
+	opts.IsClusterMode = false
+	tr.client = redis.NewUniversalClient(&opts)
+	tr.ps = tr.client.Subscribe(tr.ctx, invalidateChannel)
+	tr.running.Store(true)
+	tr.wg.Add(3)
+	go tr.receive()
+	go tr.ping()
+	go tr.refetchLoop()
+}
+
+// onConnect turns broadcast tracking on for a new connection, with its
+// invalidations sent to itself.
+func (tr *tracker) onConnect(ctx context.Context, cn *redis.Conn) error {
+	tr.reset()
+	id, err := cn.ClientID(ctx).Result()
+	if err != nil {
+		return err
+	}
+	args := []any{"CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST"}
+	for _, p := range *tr.prefixes.Load() {
+		args = append(args, "PREFIX", p)
+	}
+	if err := cn.Do(ctx, args...).Err(); err != nil {
+		var rerr redis.Error
+		if errors.As(err, &rerr) && !tr.off.Swap(true) {
+			slog.Warn("redis: client-side cache off: the server refused CLIENT TRACKING (Redis 6 or later, and the permission to run it, are needed); every read goes to the server", "store", tr.s.name, "err", err)
+			tr.cancel()
+		}
+		return err
+	}
+	return nil
+}
+
+// receive processes the tracking connection's messages in order.
+func (tr *tracker) receive() {
+	defer tr.wg.Done()
+	for tr.ctx.Err() == nil {
+		msg, err := tr.ps.ReceiveTimeout(tr.ctx, 2*pongWait)
+		if err != nil {
+			tr.reset()
+			if tr.ctx.Err() == nil {
+				slog.Debug("redis: tracking connection", "store", tr.s.name, "err", err)
+				sleepCtx(tr.ctx, 100*time.Millisecond)
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			tr.reset() // messages before the subscription were dropped
+		case *redis.Message:
+			keys := m.PayloadSlice
+			if keys == nil && m.Payload != "" {
+				keys = []string{m.Payload}
+			}
+			if m.Channel != invalidateChannel || len(keys) == 0 {
+				tr.reset()
+				continue
+			}
+			tr.invalidate(keys)
+		case *redis.Pong:
+			tr.pong(m.Payload)
+		default:
+			tr.reset()
+		}
+	}
+}
+
+// ping sends one ping at a time, each after the answer to the one before
+// (or a reset if none comes within pongWait).
+func (tr *tracker) ping() {
+	defer tr.wg.Done()
+	var seq uint64
+	for tr.ctx.Err() == nil {
+		seq++
+		tr.mu.Lock()
+		tr.pingSeq, tr.pingSent = seq, time.Now()
+		tr.mu.Unlock()
+		if err := tr.ps.Ping(tr.ctx, strconv.FormatUint(seq, 10)); err != nil {
+			tr.reset()
+			sleepCtx(tr.ctx, 100*time.Millisecond)
+			continue
+		}
+		select {
+		case <-tr.pongs:
+		case <-time.After(pongWait):
+			tr.reset()
+		case <-tr.ctx.Done():
+			return
+		}
+		sleepCtx(tr.ctx, pingEvery)
+	}
+}
+
+// pong records the answer to a ping.
+func (tr *tracker) pong(payload string) {
+	tr.mu.Lock()
+	if payload != strconv.FormatUint(tr.pingSeq, 10) {
+		tr.mu.Unlock()
+		return // from before a reset
+	}
+	if !tr.prevSent.IsZero() {
+		tr.valid = tr.prevSent
+	}
+	tr.prevSent = tr.pingSent
+	tr.pingSeq = 0
+	tr.mu.Unlock()
+	select {
+	case tr.pongs <- payload:
+	default:
+	}
+}
+
+// reset forgets everything: nothing is served until two pings are
+// answered, and no read sent before is inserted.
+func (tr *tracker) reset() {
+	tr.global.Add(1)
+	for i := range tr.slots {
+		tr.slots[i].Add(1)
+	}
+	tr.mu.Lock()
+	tr.m, tr.own = nil, nil
+	tr.valid, tr.prevSent = time.Time{}, time.Time{}
+	tr.pingSeq = 0 // an answer still on its way counts for nothing
+	tr.mu.Unlock()
+}
+
+// invalidate deletes keys someone modified, and queues the refetch of
+// those this client wrote.
+func (tr *tracker) invalidate(keys []string) {
+	tr.global.Add(1)
+	for _, k := range keys {
+		tr.slots[tr.slot(k)].Add(1)
+	}
+	var again []string
+	now := time.Now()
+	tr.mu.Lock()
+	for _, k := range keys {
+		delete(tr.m, k)
+		if at, ok := tr.own[k]; ok {
+			delete(tr.own, k)
+			if now.Sub(at) < ownAge {
+				again = append(again, k)
+			}
+		}
+	}
+	tr.mu.Unlock()
+	if len(again) > 0 {
+		select {
+		case tr.refetch <- again:
+		default: // behind: these keys are read when asked for
+		}
+	}
+}
+
+// refetchLoop reads again the keys this client wrote, once their
+// invalidations came back, in batches.
+func (tr *tracker) refetchLoop() {
+	defer tr.wg.Done()
+	for {
+		var keys []string
+		select {
+		case keys = <-tr.refetch:
+		case <-tr.ctx.Done():
+			return
+		}
+	more:
+		for len(keys) < refetchMax {
+			select {
+			case k := <-tr.refetch:
+				keys = append(keys, k...)
+			default:
+				break more
+			}
+		}
+		g := tr.guard(keys)
+		res, err := tr.s.client.MGet(tr.ctx, keys...).Result()
+		if err != nil || len(res) != len(keys) {
+			continue
+		}
+		vals, present := make([][]byte, len(keys)), make([]bool, len(keys))
+		for i, r := range res {
+			if s, ok := r.(string); ok {
+				vals[i], present[i] = []byte(s), true
+			}
+		}
+		tr.fill(keys, vals, present, g)
+	}
+}
+
+// guard returns the counters of rkeys' slots, before a read of them.
+func (tr *tracker) guard(rkeys []string) guard {
+	if !tr.running.Load() {
+		return guard{}
+	}
+	g := guard{global: tr.global.Load(), slots: make([]uint64, len(rkeys))}
+	for i, rk := range rkeys {
+		g.slots[i] = tr.slots[tr.slot(rk)].Load()
+	}
+	return g
+}
+
+// fill inserts values read from Redis (nil where absent): those of
+// rkeys[i] for i < len(g.slots) if their slot saw no invalidation since
+// g, the others (keys the read named) if none at all did.
+func (tr *tracker) fill(rkeys []string, vals [][]byte, present []bool, g guard) {
+	if !tr.running.Load() || g.slots == nil {
+		return
+	}
+	if testHookFill != nil {
+		testHookFill()
+	}
+	now := time.Now()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.m == nil || len(tr.m)+len(rkeys) > trackMax {
+		tr.m = make(map[string]trackedValue, len(rkeys))
+	}
+	for i, rk := range rkeys {
+		if !tr.tracks(rk) {
+			continue
+		}
+		ok := tr.global.Load() == g.global
+		if i < len(g.slots) {
+			ok = tr.slots[tr.slot(rk)].Load() == g.slots[i]
+		}
+		if !ok {
+			delete(tr.m, rk)
+			continue
+		}
+		if e, ok := tr.m[rk]; ok && e.present == present[i] && bytes.Equal(e.value, vals[i]) {
+			continue // the same, and held since e.at: no younger for being read again
+		}
+		tr.m[rk] = trackedValue{value: vals[i], present: present[i], at: now}
+	}
+}
+
+// drop forgets rkeys: read afresh by a path that does not fill, whose
+// answer is newer than what the cache holds.
+func (tr *tracker) drop(rkeys []string) {
+	if !tr.running.Load() {
+		return
+	}
+	tr.mu.Lock()
+	for _, rk := range rkeys {
+		delete(tr.m, rk)
+	}
+	tr.mu.Unlock()
+}
+
+// writing is told the keys a commit is about to write: their
+// invalidations, when they come back, refetch them.
+func (tr *tracker) writing(rkeys []string) {
+	if !tr.running.Load() {
+		return
+	}
+	now := time.Now()
+	tr.mu.Lock()
+	if tr.own == nil {
+		tr.own = map[string]time.Time{}
+	}
+	for _, rk := range rkeys {
+		if tr.tracks(rk) && len(tr.own) < trackMax {
+			tr.own[rk] = now
+		}
+	}
+	tr.mu.Unlock()
+}
+
+// wrote is told the keys of a commit that ran, or may have: their old
+// values are dropped, and no read sent before is inserted.
+func (tr *tracker) wrote(rkeys []string) {
+	if !tr.running.Load() {
+		return
+	}
+	tr.global.Add(1)
+	for _, rk := range rkeys {
+		tr.slots[tr.slot(rk)].Add(1)
+	}
+	tr.drop(rkeys)
+}
+
+// get returns the cached values of all of rkeys, and the instant they
+// were current, if every one may be served. If named is not nil, the key
+// it names from those values ("" none, or one of rkeys) is served with
+// them, under the same lock, so that all are as of one instant.
+func (tr *tracker) get(rkeys []string, named func([]trackedValue) string) ([]string, []trackedValue, time.Time, bool) {
+	if !tr.running.Load() {
+		return nil, nil, time.Time{}, false
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	v := tr.valid
+	if v.IsZero() || time.Since(v) > staleMax {
+		return nil, nil, time.Time{}, false
+	}
+	out := make([]trackedValue, len(rkeys), len(rkeys)+1)
+	for i, rk := range rkeys {
+		e, ok := tr.m[rk]
+		if !ok || !e.at.Before(v) {
+			return nil, nil, time.Time{}, false
+		}
+		out[i] = e
+	}
+	if named != nil {
+		if rk := named(out); rk != "" && !slices.Contains(rkeys, rk) {
+			e, ok := tr.m[rk]
+			if !ok || !e.at.Before(v) {
+				return nil, nil, time.Time{}, false
+			}
+			rkeys, out = append(rkeys[:len(rkeys):len(rkeys)], rk), append(out, e)
+		}
+	}
+	return rkeys, out, v, true
+}
+
+// close stops tracking.
+func (tr *tracker) close() error {
+	if !tr.running.Load() {
+		return nil
+	}
+	tr.cancel()
+	err := tr.ps.Close()
+	tr.wg.Wait()
+	return errors.Join(err, tr.client.Close())
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
