@@ -22,7 +22,7 @@ type config struct {
 	ns      string        // key namespace: every key starts with "{ns}:"
 	retry   time.Duration // 0: the Options or default bound
 	cluster bool
-	noCache bool // cache=off: no client-side cache (track.go)
+	noCache bool   // cache=off: no client-side cache (track.go)
 	display string // the URL without password or query, for Name
 	tls     tlsconf.Files
 }
