@@ -98,3 +98,72 @@ func TestRedisUnlinkRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisStatFromCache: the stat of every file this client just created
+// (a lookup after the kernel's entry expired, then a getattr) is answered
+// from the client-side cache: Redis invalidates the keys of each create,
+// and the client reads back what it wrote (rediskv's track.go). Without
+// meta.Cached every answer is read afresh.
+func TestRedisStatFromCache(t *testing.T) {
+	e := openRedis(t, redisNamespace(t, serviceURL(t, "SHOAL_TEST_REDIS")))
+	t.Cleanup(func() { _ = e.Close() })
+	bg := context.Background()
+	if err := e.Format(bg, meta.Format{Name: "test", Storage: "mem", BlockSize: 1 << 20}, false); err != nil {
+		t.Fatalf("Format: %v", err)
+	}
+	ctx := meta.WithCred(bg, meta.Cred{Uid: 1000, Gid: 1000, Trusted: true})
+	cached := func() (context.Context, *meta.Cached) {
+		var c meta.Cached
+		return meta.WithCached(ctx, &c), &c
+	}
+	// The first cached read starts the tracking; wait until it serves.
+	untilCached := func(what string, read func(context.Context) error) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			c, rep := cached()
+			if err := read(c); err != nil {
+				t.Fatal(err)
+			}
+			if !rep.At().IsZero() {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s was never answered from the cache", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	untilCached("the root's getattr", func(c context.Context) error { _, err := e.Getattr(c, meta.RootIno); return err })
+	const n = 200
+	inos := make([]meta.Ino, n)
+	for i := range n {
+		ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: fmt.Sprint("f", i), Type: meta.TypeFile, Mode: 0o644, Exclusive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inos[i] = ent.Ino
+	}
+	untilCached("the last file's getattr", func(c context.Context) error { _, err := e.Getattr(c, inos[n-1]); return err })
+	served := 0
+	for i := range n {
+		c, rep := cached()
+		ent, err := e.Lookup(c, meta.RootIno, fmt.Sprint("f", i))
+		if err != nil || ent.Ino != inos[i] {
+			t.Fatalf("lookup f%d: %v, %v; want inode %d", i, ent.Ino, err, inos[i])
+		}
+		if !rep.At().IsZero() {
+			served++
+		}
+		c, rep = cached()
+		if _, err := e.Getattr(c, inos[i]); err != nil {
+			t.Fatal(err)
+		}
+		if !rep.At().IsZero() {
+			served++
+		}
+	}
+	if served < 2*n*9/10 {
+		t.Fatalf("%d of %d lookups and getattrs of files just created were answered from the cache, want 90%%", served, 2*n)
+	}
+	t.Logf("%d of %d answers from the cache", served, 2*n)
+}

@@ -58,6 +58,7 @@ type tracker struct {
 	ps       *redis.PubSub
 	wg       sync.WaitGroup
 	pongs    chan string
+	kick     chan struct{} // a reset: the awaited pong counts for nothing
 	refetch  chan []string
 	seed     maphash.Seed
 	global   atomic.Uint64 // bumped by every invalidation and reset
@@ -66,11 +67,20 @@ type tracker struct {
 
 	mu       sync.Mutex
 	m        map[string]trackedValue
-	own      map[string]time.Time // keys this client wrote, awaiting their invalidation
+	own      map[string]ownWrite // keys this client is writing or wrote
 	valid    time.Time            // see above; zero: nothing is served
 	prevSent time.Time            // when the ping last answered was sent; zero after a reset
 	pingSeq  uint64               // the ping awaited
 	pingSent time.Time            // when it was sent
+}
+
+// ownWrite is a key this client is committing: it is read again once
+// both the commit returned (its old value dropped) and Redis's
+// invalidation of it came back, whichever is last.
+type ownWrite struct {
+	at        time.Time // when the commit was about to be sent
+	committed bool
+	pushed    bool
 }
 
 // trackedValue is one cached value.
@@ -142,7 +152,8 @@ func (tr *tracker) run() {
 	tr.seed = maphash.MakeSeed()
 	tr.ctx, tr.cancel = context.WithCancel(context.Background())
 	tr.pongs = make(chan string, 1)
-	tr.refetch = make(chan []string, 64)
+	tr.kick = make(chan struct{}, 1)
+	tr.refetch = make(chan []string, 1024)
 	opts := tr.s.bulk.opts
 	opts.Protocol = 2 // invalidations as Pub/Sub messages, in order with the pongs
 	opts.OnConnect = tr.onConnect
@@ -230,6 +241,7 @@ func (tr *tracker) ping() {
 		}
 		select {
 		case <-tr.pongs:
+		case <-tr.kick:
 		case <-time.After(pongWait):
 			tr.reset()
 		case <-tr.ctx.Done():
@@ -270,6 +282,10 @@ func (tr *tracker) reset() {
 	tr.valid, tr.prevSent = time.Time{}, time.Time{}
 	tr.pingSeq = 0 // an answer still on its way counts for nothing
 	tr.mu.Unlock()
+	select {
+	case tr.kick <- struct{}{}:
+	default:
+	}
 }
 
 // invalidate deletes keys someone modified, and queues the refetch of
@@ -284,19 +300,31 @@ func (tr *tracker) invalidate(keys []string) {
 	tr.mu.Lock()
 	for _, k := range keys {
 		delete(tr.m, k)
-		if at, ok := tr.own[k]; ok {
-			delete(tr.own, k)
-			if now.Sub(at) < ownAge {
+		if o, ok := tr.own[k]; ok {
+			switch {
+			case now.Sub(o.at) >= ownAge:
+				delete(tr.own, k)
+			case o.committed:
+				delete(tr.own, k)
 				again = append(again, k)
+			default:
+				o.pushed = true
+				tr.own[k] = o
 			}
 		}
 	}
 	tr.mu.Unlock()
-	if len(again) > 0 {
-		select {
-		case tr.refetch <- again:
-		default: // behind: these keys are read when asked for
-		}
+	tr.queue(again)
+}
+
+// queue hands keys to the refetch loop.
+func (tr *tracker) queue(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	select {
+	case tr.refetch <- keys:
+	default: // behind: these keys are read when asked for
 	}
 }
 
@@ -395,8 +423,8 @@ func (tr *tracker) drop(rkeys []string) {
 	tr.mu.Unlock()
 }
 
-// writing is told the keys a commit is about to write: their
-// invalidations, when they come back, refetch them.
+// writing is told the keys a commit is about to write: they are read
+// again once the commit returned and their invalidations came back.
 func (tr *tracker) writing(rkeys []string) {
 	if !tr.running.Load() {
 		return
@@ -404,27 +432,44 @@ func (tr *tracker) writing(rkeys []string) {
 	now := time.Now()
 	tr.mu.Lock()
 	if tr.own == nil {
-		tr.own = map[string]time.Time{}
+		tr.own = map[string]ownWrite{}
 	}
 	for _, rk := range rkeys {
 		if tr.tracks(rk) && len(tr.own) < trackMax {
-			tr.own[rk] = now
+			tr.own[rk] = ownWrite{at: now}
 		}
 	}
 	tr.mu.Unlock()
 }
 
 // wrote is told the keys of a commit that ran, or may have: their old
-// values are dropped, and no read sent before is inserted.
+// values are dropped (this client must read its own writes), and those
+// whose invalidation came back already are read again.
+//
+// A read that raced with the commit and fills the old value after this
+// drop is not served before the commit's invalidation deletes it: the
+// commit ran before the fill, so before the ping that would make the fill
+// servable.
 func (tr *tracker) wrote(rkeys []string) {
 	if !tr.running.Load() {
 		return
 	}
-	tr.global.Add(1)
+	var again []string
+	tr.mu.Lock()
 	for _, rk := range rkeys {
-		tr.slots[tr.slot(rk)].Add(1)
+		delete(tr.m, rk)
+		if o, ok := tr.own[rk]; ok {
+			if o.pushed {
+				delete(tr.own, rk)
+				again = append(again, rk)
+			} else {
+				o.committed = true
+				tr.own[rk] = o
+			}
+		}
 	}
-	tr.drop(rkeys)
+	tr.mu.Unlock()
+	tr.queue(again)
 }
 
 // get returns the cached values of all of rkeys, and the instant they
