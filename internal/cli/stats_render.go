@@ -32,10 +32,10 @@ func renderStats(w io.Writer, mp string, prev, cur metrics.Snapshot, dt time.Dur
 		humanRate(rate(prev.ReadBytes, cur.ReadBytes)), humanRate(rate(prev.WrittenBytes, cur.WrittenBytes)))
 	renderOps(w, ops, sec, 8)
 	e, pe := cur.Engine, prev.Engine
-	fmt.Fprintf(w, "\nengine   %8.0f updates/s (mean %s)   %8.0f views/s (mean %s)   retries %.0f/s   conflicts %d\n",
+	fmt.Fprintf(w, "\nengine   %8.0f updates/s (mean %s)   %8.0f views/s (mean %s)   retries %.0f/s   conflicts %d   cached reads %.0f/s\n",
 		rate(pe.Updates, e.Updates), mean(e.UpdateSeconds-pe.UpdateSeconds, e.Updates-pe.Updates),
 		rate(pe.Views, e.Views), mean(e.ViewSeconds-pe.ViewSeconds, e.Views-pe.Views),
-		rate(pe.Retries, e.Retries), e.Conflicts)
+		rate(pe.Retries, e.Retries), e.Conflicts, rate(pe.Cached, e.Cached))
 	objs := diffOps(prev.Objects, cur.Objects)
 	fmt.Fprintf(w, "objects  put %s/s   fetched %s/s\n", humanRate(rate(prev.PutBytes, cur.PutBytes)), humanRate(rate(prev.FetchedBytes, cur.FetchedBytes)))
 	renderOps(w, objs, sec, 5)

@@ -17,6 +17,10 @@ type TxnStats struct {
 	// RetryTime is the total time of the read-write transactions that
 	// needed more than one attempt (their whole time, first attempt too).
 	RetryTime time.Duration
+	// Cached counts the reads answered from the engine's client-side
+	// cache instead of its server (meta.Cached; a Redis mount's lookups
+	// and getattrs).
+	Cached int64
 }
 
 // TxnCounter is implemented by engines that count their transactions

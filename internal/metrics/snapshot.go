@@ -75,6 +75,7 @@ type EngineTotals struct {
 	RetrySeconds  float64 `json:"retried_seconds"`
 	Conflicts     int64   `json:"conflicts"`
 	Failed        int64   `json:"failed"`
+	Cached        int64   `json:"cached_reads"`
 }
 
 // Snapshot returns the registry's totals now.
@@ -132,6 +133,7 @@ func fromFamilies(f map[string]*dto.MetricFamily) Snapshot {
 		UpdateSeconds: value(f, EngineTxnSecs, "update"), ViewSeconds: value(f, EngineTxnSecs, "view"),
 		Retries: int64(value(f, EngineRetries, "")), RetrySeconds: value(f, EngineRetrySecs, ""),
 		Conflicts: int64(value(f, EngineConflicts, "")), Failed: int64(value(f, EngineFailed, "")),
+		Cached: int64(value(f, EngineCached, "")),
 	}
 	return s
 }

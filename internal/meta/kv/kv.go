@@ -172,6 +172,8 @@ func PrefetchScan(tx Tx, s ScanAhead, keys ...[]byte) error {
 // there. It is optional.
 type Cacher interface {
 	CacheKeys(prefixes ...[]byte)
+	// CachedReads counts the reads answered from the cache so far.
+	CachedReads() int64
 }
 
 // CacheKeys tells s which keys to keep on the client, where s can.
@@ -179,6 +181,15 @@ func CacheKeys(s Store, prefixes ...[]byte) {
 	if c, ok := s.(Cacher); ok {
 		c.CacheKeys(prefixes...)
 	}
+}
+
+// CachedReads returns how many reads s answered from its client-side
+// cache: 0 for a store without one.
+func CachedReads(s Store) int64 {
+	if c, ok := s.(Cacher); ok {
+		return c.CachedReads()
+	}
+	return 0
 }
 
 // PointReader is implemented by stores that read one key cheaper outside

@@ -48,5 +48,6 @@ func (e *Engine) TxnStats() meta.TxnStats {
 		Conflicts: c.conflicts.Load(), Failed: c.failed.Load(),
 		UpdateTime: time.Duration(c.updateNs.Load()), ViewTime: time.Duration(c.viewNs.Load()),
 		RetryTime: time.Duration(c.retryNs.Load()),
+		Cached:    kv.CachedReads(e.store),
 	}
 }

@@ -223,3 +223,6 @@ func (s *Store) CacheKeys(prefixes ...[]byte) {
 	}
 	s.track.prefixes.Store(&p)
 }
+
+// CachedReads implements kv.Cacher.
+func (s *Store) CachedReads() int64 { return s.track.served.Load() }
