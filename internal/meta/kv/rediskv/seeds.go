@@ -26,7 +26,9 @@ import (
 //   - only a write transaction's first attempt seeds (not a View, which
 //     commits nothing, and not a retry, which must make progress);
 //   - only its first read round, and only if every key of that round has
-//     a seed younger than seedAge: a round partly seeded reads them all;
+//     a seed younger than seedAge, or a value in the client-side cache
+//     (track.go: Redis would have invalidated it had it changed): a round
+//     partly seeded reads them all;
 //     a later read round re-reads the seeds with its own keys (tx.read),
 //     so fn sees one instant again from then on;
 //   - a seeded transaction that ends without writes (an error such as
@@ -34,9 +36,9 @@ import (
 //     validate what it was given before its outcome is believed;
 //   - a conflict drops the seeds the transaction used.
 //
-// The alternative, a cache of entries and attributes above the engine,
-// would answer readers without asking Redis and so bend what other mounts
-// see (DESIGN.md's Consistency); seeds never answer a reader.
+// Seeds never answer a reader. The client-side cache does, but only
+// reads that allow it (meta.Cached) and only with values Redis's
+// invalidations prove current a fraction of a second ago (track.go).
 type seedCache struct {
 	mu sync.Mutex
 	m  map[string]seed // by Redis key
@@ -104,7 +106,7 @@ func (t *tx) seed(rkeys []string) ([][]byte, bool) {
 	if !t.trySeed(len(rkeys)) {
 		return nil, false
 	}
-	ss, ok := t.s.seeds.get(rkeys)
+	ss, ok := t.seedsOf(rkeys)
 	if !ok {
 		return nil, false
 	}
@@ -117,14 +119,14 @@ func (t *tx) seedFollow(f kv.Follow, rkeys []string) bool {
 	if !t.trySeed(len(rkeys) + 1) {
 		return false
 	}
-	ss, ok := t.s.seeds.get(rkeys)
+	ss, ok := t.seedsOf(rkeys)
 	if !ok {
 		return false
 	}
 	if from := ss[len(ss)-1]; from.present && len(from.value) >= f.Off+f.Len {
 		named := t.s.keys.value(append(append([]byte{}, f.Prefix...), from.value[f.Off:f.Off+f.Len]...))
 		if !slices.Contains(rkeys, named) {
-			ns, ok := t.s.seeds.get([]string{named})
+			ns, ok := t.seedsOf([]string{named})
 			if !ok {
 				return false
 			}
@@ -133,6 +135,26 @@ func (t *tx) seedFollow(f kv.Follow, rkeys []string) bool {
 	}
 	t.useSeeds(rkeys, ss)
 	return true
+}
+
+// seedsOf returns seeds for all of rkeys: those read or written lately,
+// else the values the client-side cache holds (track.go), which Redis
+// would have invalidated had they changed, whatever their age.
+func (t *tx) seedsOf(rkeys []string) ([]seed, bool) {
+	if ss, ok := t.s.seeds.get(rkeys); ok {
+		return ss, true
+	}
+	ss := make([]seed, len(rkeys))
+	for i, rk := range rkeys {
+		if s, ok := t.s.seeds.get([]string{rk}); ok {
+			ss[i] = s[0]
+		} else if s, ok := t.s.track.seed(rk); ok {
+			ss[i] = s
+		} else {
+			return nil, false
+		}
+	}
+	return ss, true
 }
 
 // trySeed says whether a read round of n keys may come from seeds: the

@@ -60,7 +60,7 @@ type tracker struct {
 	pongs    chan string
 	kick     chan struct{} // a reset: the awaited pong counts for nothing
 	refetch  chan []string
-	seed     maphash.Seed
+	hashSeed maphash.Seed
 	global   atomic.Uint64 // bumped by every invalidation and reset
 	slots    [trackSlots]atomic.Uint64
 	served   atomic.Int64 // answers from the cache, for tests
@@ -68,10 +68,10 @@ type tracker struct {
 	mu       sync.Mutex
 	m        map[string]trackedValue
 	own      map[string]ownWrite // keys this client is writing or wrote
-	valid    time.Time            // see above; zero: nothing is served
-	prevSent time.Time            // when the ping last answered was sent; zero after a reset
-	pingSeq  uint64               // the ping awaited
-	pingSent time.Time            // when it was sent
+	valid    time.Time           // see above; zero: nothing is served
+	prevSent time.Time           // when the ping last answered was sent; zero after a reset
+	pingSeq  uint64              // the ping awaited
+	pingSent time.Time           // when it was sent
 }
 
 // ownWrite is a key this client is committing: it is read again once
@@ -100,8 +100,10 @@ const (
 	staleMax = 100 * time.Millisecond
 	pongWait = time.Second
 	ownAge   = 2 * time.Second
-	// refetchMax bounds the keys of one refetch read.
-	refetchMax = 512
+	// refetchMax bounds the keys of one refetch read, refetchWait is how
+	// long the refetch loop gathers keys before it reads.
+	refetchMax  = 512
+	refetchWait = 10 * time.Millisecond
 )
 
 // testHookFill, if set, runs before each fill (tests delay fills with it,
@@ -118,7 +120,7 @@ type guard struct {
 }
 
 func (tr *tracker) slot(rk string) int {
-	return int(maphash.String(tr.seed, rk) % trackSlots)
+	return int(maphash.String(tr.hashSeed, rk) % trackSlots)
 }
 
 // tracks says whether rk is under a cached prefix.
@@ -149,7 +151,7 @@ func (tr *tracker) ensure() bool {
 
 // run starts the tracking connection and its goroutines.
 func (tr *tracker) run() {
-	tr.seed = maphash.MakeSeed()
+	tr.hashSeed = maphash.MakeSeed()
 	tr.ctx, tr.cancel = context.WithCancel(context.Background())
 	tr.pongs = make(chan string, 1)
 	tr.kick = make(chan struct{}, 1)
@@ -329,21 +331,35 @@ func (tr *tracker) queue(keys []string) {
 }
 
 // refetchLoop reads again the keys this client wrote, once their
-// invalidations came back, in batches.
+// invalidations came back, in batches: it gathers for refetchWait first,
+// so that a burst of commits (a create loop, each changing its
+// directory) costs one read of each key, not one read per commit.
 func (tr *tracker) refetchLoop() {
 	defer tr.wg.Done()
 	for {
-		var keys []string
+		var first []string
 		select {
-		case keys = <-tr.refetch:
+		case first = <-tr.refetch:
 		case <-tr.ctx.Done():
 			return
 		}
+		sleepCtx(tr.ctx, refetchWait)
+		seen := map[string]bool{}
+		var keys []string
+		add := func(ks []string) {
+			for _, k := range ks {
+				if !seen[k] {
+					seen[k] = true
+					keys = append(keys, k)
+				}
+			}
+		}
+		add(first)
 	more:
 		for len(keys) < refetchMax {
 			select {
 			case k := <-tr.refetch:
-				keys = append(keys, k...)
+				add(k)
 			default:
 				break more
 			}
@@ -504,6 +520,20 @@ func (tr *tracker) get(rkeys []string, named func([]trackedValue) string) ([]str
 		}
 	}
 	return rkeys, out, v, true
+}
+
+// seed returns rk's cached value as a seed for a write transaction
+// (seeds.go), whether or not it may be served to a reader: the commit
+// compares it anyway, and a value Redis did not invalidate is most likely
+// current.
+func (tr *tracker) seed(rk string) (seed, bool) {
+	if !tr.running.Load() {
+		return seed{}, false
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	e, ok := tr.m[rk]
+	return seed{value: e.value, present: e.present, at: e.at}, ok
 }
 
 // close stops tracking.

@@ -131,7 +131,13 @@ func (t *tx) commit() error {
 	}
 	if len(t.writes) > 0 && t.s.track.running.Load() {
 		rkeys := t.writtenRKeys()
-		t.s.track.writing(rkeys)
+		set := make([]string, 0, len(rkeys))
+		for k, w := range t.writes {
+			if !w.deleted {
+				set = append(set, t.s.keys.value([]byte(k)))
+			}
+		}
+		t.s.track.writing(set)       // a deleted key is not worth reading back
 		defer t.s.track.wrote(rkeys) // run, failed or unknown: the old values go
 	}
 	route := []string{t.s.keys.route()}
