@@ -14,7 +14,11 @@
 // Lookup's, Access's, Readlink's and a recording-free Open's few keys
 // (Engine.viewAhead, kv.ViewAhead: one round trip on PostgreSQL); should
 // such a view read anything else, it runs again as a plain view, and only
-// that run counts. Backends give serializable
+// that run counts. A store that keeps values on the client, invalidated by
+// its server (kv.Cacher: Redis), is asked to keep attributes and entries;
+// it answers from them only reads whose context carries a meta.Cached (a
+// mount's lookup and getattr), and says there how old the answer is.
+// Backends give serializable
 // transactions and retry conflicts by running the function again, so an
 // operation reads, checks the POSIX rules against what it read, and writes,
 // with no other client's operation in between as far as any reader can tell.
@@ -24,7 +28,8 @@
 //
 // Engine.update and Engine.view also count what they run (txnstats.go,
 // meta.TxnStats): transactions, extra attempts, conflicts that never
-// cleared, and their time, as a few atomic adds per transaction.
+// cleared, and their time, as a few atomic adds per transaction; and the
+// store's count of reads answered from its client-side cache.
 //
 // The only work outside an operation's transaction is id allocation: inode
 // numbers and slice ids are reserved in batches (64 and 256) by their own

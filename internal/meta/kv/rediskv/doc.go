@@ -111,15 +111,15 @@
 //
 // Round trips, then: a View of point reads costs one per read round and
 // nothing to commit (kvmeta's Lookup: one, the directory's attributes,
-// the entry and the child's attributes together; kvmeta's Readdir: one,
-// the directory's attributes, a page of entries and, for readdirplus,
+// the entry and the child's attributes together, or none from the cache;
+// kvmeta's Readdir: one, the directory's attributes, a page of entries and, for readdirplus,
 // their attributes together; two or three for a page of more than 256
 // names without attributes); a Txn of point reads
 // one per read round plus one (kvmeta's create and unlink: two), less
 // the first round when seeds cover it (a create or unlink after the
 // kernel's lookup of the name: one). A read of one key outside a
 // transaction (kv.PointReader: kvmeta's Getattr) is one GET on a pooled
-// connection.
+// connection, or none from the cache.
 //
 // A consequence of optimism: an attempt that is later discarded may have
 // shown fn a mix of states (a value read before another client's commit,
@@ -127,6 +127,46 @@
 // and an error fn returns is trusted only once its reads are known to be
 // one state: at once without WATCHes (the last MGET showed it), else
 // after an EXEC of a PING; if they were stale, fn runs again.
+//
+// # Cache
+//
+// The store keeps, on the client, the values of the keys kvmeta names
+// (kv.Cacher: an inode's attributes and directory entries), and Redis
+// invalidates them (track.go): one connection has CLIENT TRACKING on in
+// broadcast mode for those prefixes, with invalidations sent to itself,
+// and is subscribed to them, so Redis names to it every such key anyone
+// modifies. Only a read whose context carries a meta.Cached (a mount's
+// lookup or getattr, never under --strict, never an open, never inside a
+// Txn) is answered from the cache: GetOne, and a View's first read round
+// by PrefetchFollow (kvmeta's Lookup: none of its keys then costs a round
+// trip). Its keys become checks as a read round's would.
+//
+// Why an answer is current: the connection sends one PING at a time, each
+// after the answer to the one before. Broadcast invalidations are queued
+// at the end of an event-loop turn, so the answer to a PING may precede
+// the invalidation of a change made in the same turn, but not that of a
+// change made before the previous PING ran (which was in an earlier
+// turn). So when PING k is answered, every value inserted before PING k-1
+// was sent, and not invalidated since, was current when PING k-1 ran. The
+// cache serves only such values, and only while that instant is less than
+// staleMax (0.1 s) old, and reports the instant to the caller (meta.Cached)
+// so that the kernel's timeouts are shortened by it. A value read is
+// inserted only if no invalidation of its key arrived between sending the
+// read and inserting it (otherwise the read may predate a change whose
+// invalidation is spent). This client's commits drop the old values of
+// what they wrote before they return; the values are read again, in a
+// batch, once the commit returned and Redis's invalidation came back, so
+// that a stat of what a mount just created is answered from the cache.
+// A read that refreshes values without inserting them (a listing page)
+// drops them, so that the cache never answers with a value older than
+// one the kernel was told. Any doubt (a new connection, an unexpected
+// message, a flushed database, a ping unanswered for a second) empties the
+// cache. Write transactions may take their first read round from cached
+// values as from seeds (seeds.go): the commit compares them anyway.
+//
+// The cache needs Redis 6 or later and the right to run CLIENT TRACKING;
+// without them the store logs one warning and reads everything from
+// Redis. It is off in Cluster mode and with cache=off.
 //
 // # Exclusive
 //
@@ -154,6 +194,6 @@
 // go-redis's own command retries are off: a command resent on a fresh
 // connection would run without the transaction's WATCHes.
 //
-// Import rules: rediskv imports kv, meta (sentinel errors), tlsconf and go-redis;
+// Import rules: rediskv imports kv, meta (sentinel errors, meta.Cached), tlsconf and go-redis;
 // only the META-URL dispatcher (kvopen) and tests import rediskv.
 package rediskv
