@@ -50,7 +50,8 @@ type tracker struct {
 	s        *Store
 	prefixes atomic.Pointer[[]string] // Redis key prefixes tracked; nil: off
 	start    sync.Once
-	running  atomic.Bool
+	started  atomic.Bool // run ran: close has things to stop
+	running  atomic.Bool // tracking may serve and fill
 	off      atomic.Bool // Redis refused tracking: never retried
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -93,7 +94,7 @@ type trackedValue struct {
 const (
 	invalidateChannel = "__redis__:invalidate"
 	trackSlots        = 1024
-	trackMax          = 1 << 17 // entries; the cache starts afresh past it
+	trackMax          = 1 << 16 // entries; the cache starts afresh past it
 	pingEvery         = 20 * time.Millisecond
 	// staleMax bounds how long before an answer from the cache the value
 	// was known current.
@@ -161,8 +162,9 @@ func (tr *tracker) run() {
 	opts.OnConnect = tr.onConnect
 	opts.IsClusterMode = false
 	tr.client = redis.NewUniversalClient(&opts)
-	tr.ps = tr.client.Subscribe(tr.ctx, invalidateChannel)
+	tr.started.Store(true)
 	tr.running.Store(true)
+	tr.ps = tr.client.Subscribe(tr.ctx, invalidateChannel)
 	tr.wg.Add(3)
 	go tr.receive()
 	go tr.ping()
@@ -174,22 +176,21 @@ func (tr *tracker) run() {
 func (tr *tracker) onConnect(ctx context.Context, cn *redis.Conn) error {
 	tr.reset()
 	id, err := cn.ClientID(ctx).Result()
-	if err != nil {
-		return err
-	}
-	args := []any{"CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST"}
-	for _, p := range *tr.prefixes.Load() {
-		args = append(args, "PREFIX", p)
-	}
-	if err := cn.Do(ctx, args...).Err(); err != nil {
-		var rerr redis.Error
-		if errors.As(err, &rerr) && !tr.off.Swap(true) {
-			slog.Warn("redis: client-side cache off: the server refused CLIENT TRACKING (Redis 6 or later, and the permission to run it, are needed); every read goes to the server", "store", tr.s.name, "err", err)
-			tr.cancel()
+	if err == nil {
+		args := []any{"CLIENT", "TRACKING", "ON", "REDIRECT", id, "BCAST"}
+		for _, p := range *tr.prefixes.Load() {
+			args = append(args, "PREFIX", p)
 		}
-		return err
+		err = cn.Do(ctx, args...).Err()
 	}
-	return nil
+	var rerr redis.Error
+	if err != nil && errors.As(err, &rerr) && !tr.off.Swap(true) {
+		// Refused, not unreachable: no use asking again.
+		tr.running.Store(false)
+		slog.Warn("redis: client-side cache off: the server refused CLIENT TRACKING (Redis 6 or later, and the permission to run CLIENT, are needed); every read goes to the server", "store", tr.s.name, "err", err)
+		tr.cancel()
+	}
+	return err
 }
 
 // receive processes the tracking connection's messages in order.
@@ -538,9 +539,10 @@ func (tr *tracker) seed(rk string) (seed, bool) {
 
 // close stops tracking.
 func (tr *tracker) close() error {
-	if !tr.running.Load() {
+	if !tr.started.Load() {
 		return nil
 	}
+	tr.running.Store(false)
 	tr.cancel()
 	err := tr.ps.Close()
 	tr.wg.Wait()

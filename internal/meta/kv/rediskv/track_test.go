@@ -2,11 +2,15 @@ package rediskv
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
@@ -243,4 +247,39 @@ func TestCacheAgainstAnotherClient(t *testing.T) {
 		t.Fatalf("only %d of %d answers came from the cache", cached, len(answers))
 	}
 	t.Logf("%d answers, %d from the cache", len(answers), cached)
+}
+
+// TestCacheRefusedTracking: a user Redis does not let run CLIENT
+// TRACKING gets every read from Redis, right, with one warning logged.
+func TestCacheRefusedTracking(t *testing.T) {
+	base := redisBase(t)
+	u, err := url.Parse(redisNamespaceURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := redis.ParseURL(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := redis.NewClient(opts)
+	defer admin.Close()
+	user := fmt.Sprintf("notrack_%x", rand.Uint64())
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", user, "on", ">pw-"+user, "~*", "&*", "+@all", "-client").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Do(ctx, "ACL", "DELUSER", user)
+	u.User = url.UserPassword(user, "pw-"+user)
+	s := openCached(t, u.String())
+	for i := range 30 {
+		want := strconv.Itoa(i)
+		setKey(t, s, "Akey", want)
+		if v, _, ok := cachedGet(t, s, "Akey"); ok || v != want {
+			t.Fatalf("read %q (from the cache: %v), want %q from Redis", v, ok, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !s.track.off.Load() {
+		t.Fatal("the refusal of CLIENT TRACKING was not noticed")
+	}
 }
