@@ -59,7 +59,7 @@ var testHookSynced func(path string)
 func (s *Store) putFresh(ctx context.Context, path string, r io.Reader, size int64) (exists bool, err error) {
 	dir := filepath.Dir(path)
 	f, err := s.create(dir, func() (*os.File, error) {
-		return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		return openNoPoll(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	})
 	switch {
 	case errors.Is(err, os.ErrExist):

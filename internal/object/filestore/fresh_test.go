@@ -163,3 +163,35 @@ func TestFreshPutSyncs(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// TestFreshPutExistingDir checks that a fresh Put into a directory that
+// exists goes straight to creating its file: the directory is made (and
+// its parents checked) only when the create finds it missing, not stat'ed
+// before every Put.
+func TestFreshPutExistingDir(t *testing.T) {
+	s := newStore(t)
+	var mu sync.Mutex
+	var checked []string
+	testHookEnsureDir = func(dir string) { mu.Lock(); checked = append(checked, dir); mu.Unlock() }
+	t.Cleanup(func() { testHookEnsureDir = nil })
+	ctx := object.WithFreshKey(context.Background())
+	for i, key := range []string{"chunks/0/0/1_0_3", "chunks/0/0/2_0_3", "chunks/0/0/3_0_3"} {
+		mu.Lock()
+		checked = nil
+		mu.Unlock()
+		if err := s.Put(ctx, key, strings.NewReader("abc"), 3); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if i == 0 && len(checked) == 0 {
+			t.Errorf("the first Put into a new directory made no directory")
+		}
+		if i > 0 && len(checked) != 0 {
+			t.Errorf("Put %d into an existing directory checked directories %v, want none", i+1, checked)
+		}
+		mu.Unlock()
+		if got, err := os.ReadFile(filepath.Join(s.Root(), key)); err != nil || string(got) != "abc" {
+			t.Errorf("%s = %q, %v; want abc", key, got, err)
+		}
+	}
+}

@@ -78,19 +78,20 @@ func errKeyIsDir(path string) error {
 }
 
 // create makes a file in dir with open (a temporary file, or the object
-// itself), creating dir as needed. It retries when a concurrent Delete
-// prunes dir in between.
+// itself), creating dir if open finds it missing (it rarely is: trying
+// first saves a stat per Put). It retries when a concurrent Delete prunes
+// dir in between.
 func (s *Store) create(dir string, open func() (*os.File, error)) (*os.File, error) {
 	var err error
-	for i := 0; i < putAttempts; i++ {
-		err = s.ensureDir(dir)
-		if err == nil {
-			var f *os.File
-			if f, err = open(); err == nil {
-				return f, nil
-			}
+	for i := 1; ; i++ {
+		var f *os.File
+		if f, err = open(); err == nil {
+			return f, nil
 		}
-		if !errors.Is(err, os.ErrNotExist) {
+		if !errors.Is(err, os.ErrNotExist) || i == putAttempts {
+			break
+		}
+		if err = s.ensureDir(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 			break
 		}
 	}
@@ -251,9 +252,15 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
+// testHookEnsureDir, if set, is told of each ensureDir call.
+var testHookEnsureDir func(dir string)
+
 // ensureDir creates dir and missing ancestors below the root, fsyncing
 // each new directory's parent so the entry survives a crash.
 func (s *Store) ensureDir(dir string) error {
+	if testHookEnsureDir != nil {
+		testHookEnsureDir(dir)
+	}
 	if fi, err := os.Stat(dir); err == nil {
 		if !fi.IsDir() {
 			return fmt.Errorf("%s is a file (a key cannot be another key's directory): %w", dir, ErrInvalidKey)
@@ -290,14 +297,31 @@ func syncFile(path string) error {
 	return nil
 }
 
-// syncDir fsyncs a directory so renames and creations in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+// openNoPoll opens a regular file as os.OpenFile does, without the poller
+// registration os.OpenFile attempts and that fails for regular files: four
+// fcntl and an epoll_ctl saved per Put.
+func openNoPoll(path string, flag int, perm uint32) (*os.File, error) {
+	for {
+		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, perm)
+		switch {
+		case err == nil:
+			return os.NewFile(uintptr(fd), path), nil
+		case err != unix.EINTR:
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
+}
+
+// syncDir fsyncs a directory so renames and creations in it are durable.
+// It calls the system directly: os.Open would try (and fail) to add the
+// descriptor to the poller, four fcntl and an epoll_ctl more per Put.
+func syncDir(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	err = unix.Fsync(fd)
+	if cerr := unix.Close(fd); err == nil {
 		err = cerr
 	}
 	if err != nil {
