@@ -35,11 +35,12 @@ func TestUnclosedSegmentRecovers(t *testing.T) {
 // where an old one did, and before its first record is written.
 func TestReusedSegmentHidesOldRecords(t *testing.T) {
 	dir := t.TempDir()
-	j, err := Create(dir, State{}, Options{SegmentSize: 4096, Sync: func() error { return nil }})
+	synced := make(chan struct{}, 3) // a token lets a rotation's Sync return
+	j, err := Create(dir, State{}, Options{SegmentSize: 4096, Sync: func() error { <-synced; return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
+	defer func() { synced <- struct{}{}; j.Close() }()
 	ino := func(p string) uint64 {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -56,6 +57,7 @@ func TestReusedSegmentHidesOldRecords(t *testing.T) {
 			}
 		}
 	}
+	synced <- struct{}{}
 	write(4, 1) // segment 1: checkpoint, four writes of inode 1; rotates
 	j.wg.Wait() // its Sync ran: segment 1 is the spare
 	if _, err := os.Stat(filepath.Join(dir, spareName)); err != nil {
@@ -71,6 +73,7 @@ func TestReusedSegmentHidesOldRecords(t *testing.T) {
 		t.Fatalf("a reset spare read as records: %d writes, %v", len(st.Writes), err)
 	}
 
+	synced <- struct{}{}
 	write(4, 2) // segment 2; rotates into segment 3, the file of segment 1
 	j.wg.Wait()
 	if got := ino(j.segPath(3)); got != first {
@@ -86,5 +89,19 @@ func TestReusedSegmentHidesOldRecords(t *testing.T) {
 			t.Errorf("write of inode %d at %d", w.Ino, w.Off)
 		}
 		t.Fatalf("want the one write of inode 3, got %d writes", len(st.Writes))
+	}
+	// A record too long for the mapping is written with pwritev, also
+	// with zeros after it; it rotates into segment 4, the file of segment
+	// 2, while segment 3 stays (its Sync waits).
+	big := bytes.Repeat([]byte{4}, 3<<20)
+	if _, err := j.Write(4, 0, big); err != nil {
+		t.Fatal(err)
+	}
+	write(1, 5)
+	if st, err = Recover(dir); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Writes) != 3 || !bytes.Equal(st.Writes[1].Data, big) || st.Writes[2].Ino != 5 {
+		t.Fatalf("after a long record: %d writes", len(st.Writes))
 	}
 }
