@@ -202,7 +202,7 @@ func (j *Journal) startSegment(n uint64) error {
 	}
 	if seg == nil {
 		var err error
-		if seg, err = openSegment(j.segPath(n), j.opts.SegmentSize+mapSlack); err != nil {
+		if seg, err = openSegment(j.segPath(n), mapSize(j.opts.SegmentSize)); err != nil {
 			return err
 		}
 	}
@@ -229,7 +229,7 @@ func (j *Journal) recycle() {
 		_ = s.close()
 		return
 	}
-	s.reset() // an empty segment from here on, whatever its name
+	s.reset((j.opts.SegmentSize/allocStep + 1) * allocStep) // an empty segment from here on, whatever its name
 	if err := os.Rename(j.segPath(j.segNo-1), j.spareFile()); err != nil {
 		_ = s.close()
 		return

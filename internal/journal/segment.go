@@ -11,10 +11,13 @@ import (
 // allocated (fallocate) for writing through its mapping.
 const allocStep = 4 << 20
 
-// mapSlack is the room a segment's mapping has past the segment size:
-// the record that crosses the size (a write of up to 1 MiB) still goes
-// through the mapping.
-const mapSlack = 2 << 20
+// mapSize is the size of a segment's mapping (address space only: the
+// file is allocated as records come). A segment grows past the segment
+// size while the flush that lets the journal drop the older ones runs
+// (one at a time), by whatever is written meanwhile: at 100 MiB/s and a
+// flush of a second, a hundred MiB or more. The 2 MiB are for the record
+// that crosses the size (a write of up to 1 MiB).
+func mapSize(segmentSize int64) int64 { return 4*segmentSize + 2<<20 }
 
 // spareName is the file of the segment kept for reuse: not a segment
 // name, so Recover never reads it.
@@ -55,16 +58,16 @@ type segment struct {
 }
 
 // openSegment creates (or truncates) the segment file at path, mapped
-// for mapSize bytes.
-func openSegment(path string, mapSize int64) (*segment, error) {
+// for size bytes.
+func openSegment(path string, size int64) (*segment, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("journal segment: %w", err)
 	}
 	s := &segment{f: f}
 	page := int64(os.Getpagesize())
-	mapSize = (mapSize + page - 1) / page * page
-	if m, err := unix.Mmap(int(f.Fd()), 0, int(mapSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
+	size = (size + page - 1) / page * page
+	if m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil {
 		s.m = m
 	}
 	return s, nil
@@ -74,10 +77,16 @@ func openSegment(path string, mapSize int64) (*segment, error) {
 // written through its mapping alone.
 func (s *segment) reusable() bool { return s.m != nil && s.off+headerSize <= s.alloc }
 
-// reset empties a reusable segment: it has no records from here on.
-func (s *segment) reset() {
+// reset empties a reusable segment: it has no records from here on. A
+// file longer than keep is cut to keep bytes (a segment that grew during a
+// long flush would otherwise hold its size, in a tmpfs its memory, for
+// good).
+func (s *segment) reset(keep int64) {
 	clear(s.m[:headerSize])
 	s.off, s.reused = 0, true
+	if s.alloc > keep && s.f.Truncate(keep) == nil {
+		s.alloc = keep
+	}
 }
 
 // write appends bufs, which are one record, or several in a segment not
