@@ -38,7 +38,14 @@
 // its size the journal starts the next one and asks its owner to flush
 // every file (Options.Sync); once that returns, the older segments are
 // deleted. The journal therefore holds at most about two segments plus
-// what the write buffer holds.
+// what the write buffer holds (a segment grows past its size while that
+// flush runs), and a spare: the file of the segment before the current
+// one, cut to about the segment size and kept (as "spare", not a segment
+// name) to become the next segment, since writing over pages the page
+// cache holds costs a copy where new pages cost an allocation each
+// (segment.go). Records are copied into a shared mapping of the segment,
+// not written with a system call each; the 9 bytes after the last record
+// are always zero, so a reused file's old bytes never read as records.
 //
 // Versions. The checkpoint names the format its segment is written in
 // (Format, 2); format 1 had no version there, no request ids and no

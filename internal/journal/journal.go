@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // Record kinds.
@@ -50,6 +48,14 @@ const DefaultSegmentSize = 64 << 20
 const headerSize = 9 // length, crc, kind
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// kindCRC is the CRC-32C of each kind byte, where a record's CRC starts.
+var kindCRC = func() (t [256]uint32) {
+	for k := range t {
+		t[k] = crc32.Checksum([]byte{byte(k)}, castagnoli)
+	}
+	return t
+}()
 
 // Handle is an open file handle as the kernel knows it.
 type Handle struct {
@@ -112,9 +118,10 @@ type Journal struct {
 	opts Options
 
 	mu       sync.Mutex
-	f        *os.File
+	seg      *segment // nil: closed
 	segNo    uint64
-	off      int64
+	prev     *segment // the segment before seg, kept open to be reused
+	spare    *segment // a former segment renamed spareName, reused by the next
 	seq      uint64
 	st       mirror
 	rotating bool
@@ -153,6 +160,7 @@ func Create(dir string, st State, opts Options) (*Journal, error) {
 	for _, n := range old {
 		_ = os.Remove(j.segPath(n))
 	}
+	_ = os.Remove(j.spareFile()) // a dead predecessor's
 	return j, nil
 }
 
@@ -183,21 +191,58 @@ func segments(dir string) ([]uint64, error) {
 // startSegment opens segment n and writes the checkpoint. Called with mu
 // held (or before the journal is shared).
 func (j *Journal) startSegment(n uint64) error {
-	f, err := os.OpenFile(j.segPath(n), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("journal segment: %w", err)
+	var seg *segment
+	if j.spare != nil {
+		if err := os.Rename(j.spareFile(), j.segPath(n)); err == nil {
+			seg = j.spare
+		} else {
+			_ = j.spare.close()
+		}
+		j.spare = nil
 	}
-	if j.f != nil {
-		_ = j.f.Close()
+	if seg == nil {
+		var err error
+		if seg, err = openSegment(j.segPath(n), mapSize(j.opts.SegmentSize)); err != nil {
+			return err
+		}
 	}
-	j.f, j.segNo, j.off = f, n, 0
+	if j.prev != nil {
+		_ = j.prev.close()
+	}
+	j.prev, j.seg, j.segNo = j.seg, seg, n
 	return j.writeCheckpoint()
 }
 
-// writeCheckpoint writes the mirror as the segment's first records.
+func (j *Journal) spareFile() string { return filepath.Join(j.dir, spareName) }
+
+// recycle makes the previous segment, whose writes are all committed,
+// the spare that the next segment reuses (its pages are in the page
+// cache already: writing over them costs a copy, where a new file's
+// pages cost the file system an allocation each). Called with mu held.
+func (j *Journal) recycle() {
+	s := j.prev
+	j.prev = nil
+	if s == nil {
+		return
+	}
+	if j.spare != nil || !s.reusable() {
+		_ = s.close()
+		return
+	}
+	s.reset((j.opts.SegmentSize/allocStep + 1) * allocStep) // an empty segment from here on, whatever its name
+	if err := os.Rename(j.segPath(j.segNo-1), j.spareFile()); err != nil {
+		_ = s.close()
+		return
+	}
+	j.spare = s
+}
+
+// writeCheckpoint writes the mirror as the segment's first records (one
+// at a time into a reused segment: see segment.write).
 func (j *Journal) writeCheckpoint() error {
-	var b []byte
-	b = appendRecord(b, kindCheckpoint, u64s(j.st.session, j.st.nextFh, j.seq, Format))
+	var recs [][]byte
+	add := func(kind byte, payload []byte) { recs = append(recs, appendRecord(nil, kind, payload)) }
+	add(kindCheckpoint, u64s(j.st.session, j.st.nextFh, j.seq, Format))
 	fhs := make([]uint64, 0, len(j.st.handles))
 	for fh := range j.st.handles {
 		fhs = append(fhs, fh)
@@ -205,46 +250,29 @@ func (j *Journal) writeCheckpoint() error {
 	sort.Slice(fhs, func(a, c int) bool { return fhs[a] < fhs[c] })
 	for _, fh := range fhs {
 		h := j.st.handles[fh]
-		b = appendRecord(b, kindOpen, openPayload(fh, h))
+		add(kindOpen, openPayload(fh, h))
 		if h.Locked {
-			b = appendRecord(b, kindLocked, u64s(fh))
+			add(kindLocked, u64s(fh))
 		}
 	}
 	for fh, ino := range j.st.dirs {
-		b = appendRecord(b, kindOpenDir, u64s(fh, ino))
+		add(kindOpenDir, u64s(fh, ino))
 	}
 	for _, o := range j.st.ownerList() {
-		b = appendRecord(b, kindOwner, u64s(o.Fh, o.Ino, o.Owner))
+		add(kindOwner, u64s(o.Fh, o.Ino, o.Owner))
 	}
 	j.st.replies.each(func(req uint64, r Reply) {
-		b = appendRecord(b, kindReply, replyPayload(req, r))
+		add(kindReply, replyPayload(req, r))
 	})
-	return j.writeAt(b)
-}
-
-// writeAt writes bufs at the end of the segment, in one system call.
-func (j *Journal) writeAt(bufs ...[]byte) error {
-	want := 0
-	for _, b := range bufs {
-		want += len(b)
+	if !j.seg.reused {
+		return j.seg.write(join(recs))
 	}
-	n, err := unix.Pwritev(int(j.f.Fd()), bufs, j.off)
-	if err == nil && n < want {
-		_, err = j.f.WriteAt(join(bufs)[n:], j.off+int64(n))
+	for _, r := range recs {
+		if err := j.seg.write(r); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	j.off += int64(want)
 	return nil
-}
-
-func join(bufs [][]byte) []byte {
-	var out []byte
-	for _, b := range bufs {
-		out = append(out, b...)
-	}
-	return out
 }
 
 // append writes one record (payload, then data, which only a write has)
@@ -259,7 +287,7 @@ func (j *Journal) append(kind byte, payload, data []byte) error {
 func (j *Journal) appendSeq(kind byte, payload, data []byte) (uint64, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.f == nil {
+	if j.seg == nil {
 		return 0, errors.New("journal: closed")
 	}
 	seq := j.seq
@@ -267,15 +295,15 @@ func (j *Journal) appendSeq(kind byte, payload, data []byte) (uint64, error) {
 		binary.LittleEndian.PutUint64(payload, seq)
 		j.seq++
 	}
-	rec := appendHeader(make([]byte, 0, headerSize+len(payload)), kind, payload, data)
-	if err := j.writeAt(append(rec, payload...), data); err != nil {
+	var h [headerSize]byte
+	if err := j.seg.write(appendHeader(h[:0], kind, payload, data), payload, data); err != nil {
 		return 0, err
 	}
 	j.st.apply(kind, payload)
 	if kind == kindAppend {
 		j.st.replies.add(binary.LittleEndian.Uint64(payload[24:]), Reply{Written: uint64(len(data))})
 	}
-	if j.off >= j.opts.SegmentSize && !j.rotating {
+	if j.seg.off >= j.opts.SegmentSize && !j.rotating {
 		return seq, j.rotate()
 	}
 	return seq, nil
@@ -288,6 +316,8 @@ func (j *Journal) rotate() error {
 		return err
 	}
 	if j.opts.Sync == nil {
+		_ = j.prev.close()
+		j.prev = nil
 		return nil
 	}
 	j.rotating = true
@@ -302,6 +332,9 @@ func (j *Journal) rotate() error {
 		if err != nil {
 			j.opts.Logger.Warn("journal: flushing before dropping old segments failed; keeping them", "err", err)
 			return
+		}
+		if j.seg != nil && j.segNo == keep {
+			j.recycle()
 		}
 		old, _ := segments(j.dir)
 		for _, n := range old {
@@ -319,11 +352,19 @@ func (j *Journal) Close() error {
 	j.wg.Wait()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.f == nil {
+	if j.seg == nil {
 		return nil
 	}
-	err := j.f.Close()
-	j.f = nil
+	for _, s := range []*segment{j.prev, j.spare} {
+		if s != nil {
+			_ = s.close()
+		}
+	}
+	if j.spare != nil {
+		_ = os.Remove(j.spareFile())
+	}
+	err := j.seg.close()
+	j.seg, j.prev, j.spare = nil, nil, nil
 	return err
 }
 
@@ -407,7 +448,7 @@ func appendRecord(b []byte, kind byte, payload []byte) []byte {
 func appendHeader(b []byte, kind byte, payload, data []byte) []byte {
 	var h [headerSize]byte
 	binary.LittleEndian.PutUint32(h[:], uint32(len(payload)+len(data)))
-	crc := crc32.Update(crc32.Checksum([]byte{kind}, castagnoli), castagnoli, payload)
+	crc := crc32.Update(kindCRC[kind], castagnoli, payload)
 	binary.LittleEndian.PutUint32(h[4:], crc32.Update(crc, castagnoli, data))
 	h[8] = kind
 	return append(b, h[:]...)
