@@ -22,9 +22,11 @@
 // operation costs one round trip per dependent read (GetMany reads many
 // keys in one) plus one. A read whose keys are known ahead (kv.ViewAhead:
 // a lookup's directory attributes, entry, and the attributes the entry
-// names) is one statement sent with its BEGIN ... READ ONLY and COMMIT in
-// one pipeline (follow.go): one round trip, in the transaction a View
-// would run; inside a transaction the same statement reads an entry and
+// names) is one statement sent alone (follow.go), which the server runs in
+// an implicit transaction that the session's defaults make SERIALIZABLE
+// READ ONLY (pgSessionSettings in postgres.go): one round trip and one
+// statement, in the transaction a View would run (GetOne's point read
+// likewise); inside a transaction the same statement reads an entry and
 // the attributes it names together (kv.FollowGetter). Either way the database gives read-your-writes,
 // rollback and ordering (the server runs pipelined statements in order
 // and stops at the first error); Tx keeps the first error and reports it

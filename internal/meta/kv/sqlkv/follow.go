@@ -20,23 +20,17 @@ const pgReadFollow = "SELECT k, v FROM shoal_kv WHERE k = ANY(?::bytea[]) " +
 	"UNION ALL SELECT k, v FROM shoal_kv WHERE k = " +
 	"(SELECT ?::bytea || substring(v FROM ?::int FOR ?::int) FROM shoal_kv WHERE k = ? AND length(v) >= ?::int)"
 
-// aloneReader is a pool that runs one read statement as a whole View
-// transaction in one round trip (pgPool: BEGIN, the statement and COMMIT
-// in one pipeline).
-type aloneReader interface {
-	readAlone(ctx context.Context, i int, args []any, fn func(cols [][]byte) error) error
-}
-
 // ReadFollow implements kv.FollowReader. On PostgreSQL it is one
-// statement (pgReadFollow, or GetMany's array read without f) in a
-// SERIALIZABLE READ ONLY transaction, sent with its BEGIN and COMMIT in
-// one round trip: the same transaction a View reading those keys runs,
-// so the same isolation; the data counts only once its COMMIT succeeded,
-// as PostgreSQL requires of serializable reads. SQLite reads the keys in
-// a View, one by one: no network, nothing to save.
+// statement (pgReadFollow, or GetMany's array read without f) sent alone,
+// outside BEGIN (pgPool.query): the server runs it in an implicit
+// SERIALIZABLE READ ONLY transaction, the same transaction a View reading
+// those keys runs, so the same isolation, in one round trip and without
+// the BEGIN and COMMIT statements; the data counts only once that
+// transaction committed without error, as PostgreSQL requires of
+// serializable reads. SQLite reads the keys in a View, one by one: no
+// network, nothing to save.
 func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (vals [][]byte, from, next, nextVal []byte, err error) {
-	r, ok := s.pool.(aloneReader)
-	if !ok || !s.batching {
+	if !s.batching {
 		err = s.View(ctx, func(ktx kv.Tx) error {
 			var err error
 			if vals, err = kv.GetMany(ktx, keys); err != nil || f == nil {
@@ -62,7 +56,7 @@ func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (v
 	var rows []row
 	err = kv.Retry(ctx, "sqlkv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
 		rows = rows[:0]
-		err := r.readAlone(ctx, i, args, func(cols [][]byte) error {
+		err := s.pool.query(ctx, i, args, func(cols [][]byte) error {
 			rows = append(rows, row{k: cols[0], v: cols[1]})
 			return nil
 		})

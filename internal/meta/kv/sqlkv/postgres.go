@@ -53,6 +53,9 @@ func newPostgres(u *url.URL) (*pgDialect, error) {
 			cfg.RuntimeParams[name] = value
 		}
 	}
+	for name, value := range pgSessionSettings {
+		cfg.RuntimeParams[name] = value // a META-URL may not weaken these
+	}
 	return &pgDialect{cfg: cfg, exclusiveIdle: pgExclusiveIdle}, nil
 }
 
@@ -71,6 +74,16 @@ var pgSettings = map[string]string{
 	"enable_seqscan":    "off",
 	"enable_bitmapscan": "off",
 	"plan_cache_mode":   "force_generic_plan",
+}
+
+// pgSessionSettings are the session settings a META-URL cannot change:
+// a statement sent outside BEGIN (pgPool.query: GetOne, ReadFollow) runs
+// in an implicit transaction of the session's default kind, which must be
+// the kind a View begins, SERIALIZABLE READ ONLY. Every explicit BEGIN
+// names its isolation level and access mode (pgBegin, pgBeginRO).
+var pgSessionSettings = map[string]string{
+	"default_transaction_isolation": "serializable",
+	"default_transaction_read_only": "on",
 }
 
 func (d *pgDialect) name() string {

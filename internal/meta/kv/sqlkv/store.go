@@ -178,7 +178,8 @@ func (s *Store) View(ctx context.Context, fn func(tx kv.Tx) error) error {
 // PostgreSQL's transactions read one MVCC snapshot.
 func (s *Store) SnapshotViews() bool { return true }
 
-// GetOne implements kv.PointReader: one SELECT outside a transaction,
+// GetOne implements kv.PointReader: one SELECT outside an explicit
+// transaction (on PostgreSQL, in an implicit SERIALIZABLE READ ONLY one),
 // retried like a View.
 func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 	if s.closed.Load() {
