@@ -16,11 +16,13 @@ import (
 // round trip carrying one statement (a SELECT of the directory's
 // attributes, the entry and the attributes it names, kv.ViewAhead, in an
 // implicit SERIALIZABLE READ ONLY transaction: no BEGIN or COMMIT); a
-// getattr and an open that records nothing the same; an unlink two round
-// trips (the directory's attributes, the
-// entry and the attributes it names in one statement, kv.GetManyFollow;
-// then the writes with COMMIT). It also checks the answers, and logs what
-// the other operations cost.
+// getattr, an open that records nothing and a read of a chunk whose list
+// the chunk cache holds the same. Write transactions
+// guess the reads this store made or wrote before (sqlkv's guess.go): a
+// create after the lookup of its name, a write chunk of a file written or
+// read before and an unlink of a name looked up are one round trip (BEGIN,
+// the guard checking the guesses, the writes and COMMIT). It also checks
+// the answers, and logs what the other operations cost.
 func TestPostgresRoundTrips(t *testing.T) {
 	base := serviceURL(t, "SHOAL_TEST_PG")
 	u, err := url.Parse(pgSchema(t, base))
@@ -79,6 +81,19 @@ func TestPostgresRoundTrips(t *testing.T) {
 		inos[i] = ent.Ino
 		return err
 	})
+	// As through FUSE: the kernel looks a name up before creating it,
+	// and the create then guesses what the lookup read (the directory's
+	// attributes, the entry absent).
+	if n := cost("lookup and create", func(i int) error {
+		name := names[i] + "2"
+		if _, err := e.Lookup(ctx, meta.RootIno, name); err != syscall.ENOENT {
+			t.Errorf("lookup of a name to create: %v, want ENOENT", err)
+		}
+		_, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: name, Type: meta.TypeFile, Mode: 0o644, Exclusive: true})
+		return err
+	}); n != 2 {
+		t.Errorf("lookup and create: %d round trips, want 2 (the create one: BEGIN, the guard of its guessed reads, the writes and COMMIT)", n)
+	}
 	one("lookup", func(i int) error {
 		ent, err := e.Lookup(ctx, meta.RootIno, names[i])
 		if err == nil && (ent.Ino != inos[i] || ent.Attr.Type != meta.TypeFile) {
@@ -111,22 +126,28 @@ func TestPostgresRoundTrips(t *testing.T) {
 		ids[i], err = e.NewSliceID(ctx)
 		return err
 	})
-	cost("write chunk", func(i int) error {
+	// The attributes a write chunk reads were read before, and then those
+	// it wrote: guessed, so one round trip (as for an fsync's commit).
+	if n := cost("write chunk", func(i int) error {
 		_, err := e.WriteChunk(ctx, inos[i], 0, meta.Slice{ID: ids[i], Size: 4096, Len: 4096})
 		return err
-	})
-	cost("append chunk", func(i int) error {
+	}); n != 1 {
+		t.Errorf("write chunk: %d round trips, want 1", n)
+	}
+	if n := cost("append chunk", func(i int) error {
 		_, err := e.WriteChunk(ctx, inos[i], 0, meta.Slice{ID: ids[i], Size: 4096, Len: 4096, Pos: 4096})
 		return err
-	})
-	cost("read chunk", func(i int) error {
+	}); n != 1 {
+		t.Errorf("append chunk: %d round trips, want 1", n)
+	}
+	one("read chunk", func(i int) error { // its list from the chunk cache
 		_, err := e.ReadChunk(ctx, inos[i], 0)
 		return err
 	})
 	if n := cost("unlink", func(i int) error {
 		_, err := e.Unlink(ctx, meta.RootIno, names[i])
 		return err
-	}); n != 2 {
-		t.Errorf("unlink: %d round trips, want 2 (the entry and the attributes it names, then the writes and COMMIT)", n)
+	}); n != 1 {
+		t.Errorf("unlink: %d round trips, want 1 (the entry and the attributes it names guessed from the lookups, then the guard, the writes and COMMIT)", n)
 	}
 }

@@ -69,6 +69,19 @@ func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (v
 		return nil, nil, nil, nil, err
 	}
 	vals, from, next, nextVal = followValues(rows, f, keys)
+	if s.guesses != nil {
+		read := make(map[string][]byte, len(keys)+2)
+		for j, k := range keys {
+			read[string(k)] = vals[j]
+		}
+		if f != nil {
+			read[string(f.From)] = from
+			if next != nil {
+				read[string(next)] = nextVal
+			}
+		}
+		s.guesses.note(read)
+	}
 	return vals, from, next, nextVal, nil
 }
 
@@ -108,7 +121,15 @@ func (t *tx) GetManyFollow(f *kv.Follow, keys ...[]byte) (vals [][]byte, from, n
 	if !t.batching {
 		return kv.FollowEach(t, f, keys...)
 	}
-	if t.err != nil || t.flush() != nil {
+	if t.err != nil {
+		return nil, nil, nil, nil, t.err
+	}
+	if t.guessing() {
+		if vals, from, next, nextVal, ok := t.guessFollow(f, keys); ok {
+			return vals, from, next, nextVal, nil
+		}
+	}
+	if t.flush() != nil {
 		return nil, nil, nil, nil, t.err
 	}
 	var rows []row
@@ -120,7 +141,29 @@ func (t *tx) GetManyFollow(f *kv.Follow, keys ...[]byte) (vals [][]byte, from, n
 		return nil, nil, nil, nil, t.fail(err)
 	}
 	vals, from, next, nextVal = followValues(rows, f, keys)
+	for i, k := range keys {
+		t.seen(k, vals[i])
+	}
+	t.seen(f.From, from)
+	if next != nil {
+		t.seen(next, nextVal)
+	}
 	return vals, from, next, nextVal, nil
+}
+
+// guessFollow answers GetManyFollow from guesses, all or none.
+func (t *tx) guessFollow(f *kv.Follow, keys [][]byte) (vals [][]byte, from, next, nextVal []byte, ok bool) {
+	all, ok := t.guessAll(append(append(make([][]byte, 0, len(keys)+1), keys...), f.From))
+	if !ok {
+		return nil, nil, nil, nil, false
+	}
+	vals, from = all[:len(keys)], all[len(keys)]
+	if next = f.Key(from); next != nil {
+		if nextVal, ok = t.guess(next); !ok {
+			return nil, nil, nil, nil, false
+		}
+	}
+	return vals, from, next, nextVal, true
 }
 
 // readFollowArgs are stmtReadFollow's arguments (see pgReadFollow).

@@ -215,8 +215,11 @@ func (e *earlyError) Unwrap() error { return e.err }
 // to commit. A failure that surely did not commit is marked
 // notCommittedError, so that it is retried like any failure before
 // COMMIT: nothing was written to the network (a pooled connection found
-// closed), or the server refused a statement ahead of COMMIT (BEGIN on a
-// connection whose server process was terminated, as by a restart).
+// closed), the batch failed before pgx sent it (preparing a statement new
+// to the connection, such as the guard of guessed reads, on a connection
+// that broke), or the server refused a statement ahead of COMMIT (BEGIN
+// on a connection whose server process was terminated, as by a restart;
+// the guard of wrong guesses).
 func (c *pgConn) commit() error {
 	if !c.sent && c.batch.Len() <= 1 {
 		c.end()
@@ -230,7 +233,8 @@ func (c *pgConn) commit() error {
 		c.end()
 	} else {
 		var early *earlyError
-		if pgconn.SafeToRetry(err) || errors.As(err, &early) {
+		var unsent pgx.ErrPreprocessingBatch
+		if pgconn.SafeToRetry(err) || errors.As(err, &early) || errors.As(err, &unsent) {
 			err = &notCommittedError{err}
 		}
 	}

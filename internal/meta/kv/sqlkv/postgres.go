@@ -220,12 +220,14 @@ func (d *pgDialect) rebind(query string) string {
 // batchQueries: a transaction's writes are sent as (at most) one upsert
 // and one delete over arrays, saving a round trip per write; GetMany
 // reads an array of keys (exactly those: no padding to a fixed count);
-// ReadFollow reads them and the key one names (pgReadFollow).
-func (d *pgDialect) batchQueries() (string, string, string, string) {
+// ReadFollow reads them and the key one names (pgReadFollow); the guard
+// checks guessed reads (pgGuard).
+func (d *pgDialect) batchQueries() (string, string, string, string, string) {
 	return "INSERT INTO shoal_kv (k, v) SELECT * FROM unnest(?::bytea[], ?::bytea[]) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
 		"DELETE FROM shoal_kv WHERE k = ANY(?::bytea[])",
 		"SELECT k, v FROM shoal_kv WHERE k = ANY(?::bytea[])",
-		pgReadFollow
+		pgReadFollow,
+		pgGuard
 }
 
 // schema: bytea compares bytewise (memcmp), which is the kv key order.
