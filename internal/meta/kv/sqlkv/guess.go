@@ -3,6 +3,7 @@ package sqlkv
 import (
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -24,8 +25,13 @@ import (
 // by zero, unless each has the value guessed (or is absent as guessed).
 // A failed guard stops the pipeline: nothing after it runs, COMMIT
 // included, so the transaction did not commit; its guessed keys are
-// forgotten and fn runs again at once without guesses (a miss costs one
-// round trip). A guard that passes has read, inside the SERIALIZABLE
+// forgotten and fn runs again at once without guesses. A miss costs about
+// four round trips more than not guessing: the failed pipeline, the
+// ROLLBACK, and, since pgx drops the statements of a failed batch from
+// its cache, deallocating and preparing them again. Keys another client
+// keeps changing
+// (a directory several mounts create in) would miss every time, so a
+// missed key is not guessed again for guessHoldoff. A guard that passes has read, inside the SERIALIZABLE
 // transaction and before any of its writes, exactly the values fn was
 // given: the transaction is the one that would have read them, with the
 // same predicate locks, so isolation and retries are unchanged. An append
@@ -40,9 +46,11 @@ import (
 // guessLimit bounds the guesses a store keeps; past it half are dropped.
 // guessValueMax is the largest value kept (attributes and entries are
 // far smaller; chunk lists and the like are not worth the memory).
+// guessHoldoff is how long a key whose guess missed is not guessed.
 const (
 	guessLimit    = 1 << 16
 	guessValueMax = 1 << 10
+	guessHoldoff  = time.Second
 )
 
 // pgGuard checks guesses: arrays of keys, of values and of absent flags
@@ -58,13 +66,16 @@ const pgGuard = "SELECT 1 / (SELECT (count(*) = 0)::int FROM unnest(?::bytea[], 
 var errMissed = errors.New("sqlkv: guessed reads missed")
 
 // guesses are the values a store last committed or read, by key; nil
-// means absent.
+// means absent. missed holds when keys last missed, for guessHoldoff.
 type guesses struct {
-	mu   sync.Mutex
-	vals map[string][]byte
+	mu     sync.Mutex
+	vals   map[string][]byte
+	missed map[string]time.Time
 }
 
-func newGuesses() *guesses { return &guesses{vals: map[string][]byte{}} }
+func newGuesses() *guesses {
+	return &guesses{vals: map[string][]byte{}, missed: map[string]time.Time{}}
+}
 
 // get returns the guess for key, a copy.
 func (g *guesses) get(key []byte) (v []byte, ok bool) {
@@ -81,7 +92,17 @@ func (g *guesses) get(key []byte) (v []byte, ok bool) {
 func (g *guesses) note(vals map[string][]byte) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	var now time.Time
 	for k, v := range vals {
+		if at, ok := g.missed[k]; ok {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			if now.Sub(at) < guessHoldoff {
+				continue
+			}
+			delete(g.missed, k)
+		}
 		if len(v) > guessValueMax {
 			delete(g.vals, k)
 			continue
@@ -100,12 +121,23 @@ func (g *guesses) note(vals map[string][]byte) {
 	}
 }
 
-// forget drops keys.
+// forget drops keys whose guesses missed, and holds them off.
 func (g *guesses) forget(keys []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	now := time.Now()
+	if len(g.missed) >= guessLimit {
+		for k, at := range g.missed {
+			if now.Sub(at) >= guessHoldoff {
+				delete(g.missed, k)
+			}
+		}
+	}
 	for _, k := range keys {
 		delete(g.vals, k)
+		if len(g.missed) < guessLimit {
+			g.missed[k] = now
+		}
 	}
 }
 

@@ -196,3 +196,39 @@ func TestPostgresGuessThenRead(t *testing.T) {
 		t.Errorf("y = %s, want 3", got)
 	}
 }
+
+// TestPostgresGuessHoldoff: a key another store keeps changing misses
+// once, and is then read, not guessed, for guessHoldoff: each later Txn
+// costs the two round trips of one without guesses (BEGIN and the read,
+// then the write and COMMIT), not the eight of a miss (the failed guard,
+// the ROLLBACK, pgx's deallocating and preparing again the statements of
+// the failed batch, and those two).
+func TestPostgresGuessHoldoff(t *testing.T) {
+	a, b, p := guessPair(t)
+	ctx := context.Background()
+	k := []byte("contended")
+	for range 2 {
+		if err := a.Txn(ctx, add(k, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var trips []int64
+	for range 5 {
+		if err := b.Txn(ctx, add(k, 10)); err != nil {
+			t.Fatal(err)
+		}
+		before := p.RoundTrips()
+		if err := a.Txn(ctx, add(k, 1)); err != nil {
+			t.Fatal(err)
+		}
+		trips = append(trips, p.RoundTrips()-before)
+	}
+	for i, n := range trips[1:] {
+		if n != 2 {
+			t.Errorf("Txn %d after the miss, the key changed by another store again: %d round trips, want 2 (all: %v)", i+1, n, trips)
+		}
+	}
+	if got := getNumber(t, b, k); got != "57" {
+		t.Errorf("after 7 increments by one and 5 by ten: %s", got)
+	}
+}
