@@ -9,8 +9,9 @@ import (
 
 // FollowReader is implemented by stores that read a few known keys, and
 // the key one of them names (a Follow), more cheaply in one request than a
-// View does one read at a time: PostgreSQL sends one SELECT with its
-// BEGIN and COMMIT in one round trip, where a View costs a round trip per
+// View does one read at a time: PostgreSQL sends one SELECT alone, which
+// the server runs in an implicit transaction of a View's kind (no BEGIN or
+// COMMIT statement), in one round trip, where a View costs a round trip per
 // dependent read plus one for COMMIT. It is optional: ViewAhead falls
 // back to View.
 type FollowReader interface {

@@ -80,6 +80,14 @@ func (c *chunkCache) get(ref chunkRef, gen uint64, claim bool) (list []meta.Slic
 	return list, slices.Clone(e.keys), e.painted, false, true
 }
 
+// holds says whether chunk ref has an entry, of any generation.
+func (c *chunkCache) holds(ref chunkRef) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.inodes[ref.ino][ref.index]
+	return ok
+}
+
 // release gives back the claim on chunk ref's entry that returned list,
 // unless a commit has replaced the entry since. (The entry may have moved
 // to a later generation meanwhile, see advance.)

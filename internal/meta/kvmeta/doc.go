@@ -11,7 +11,8 @@
 // for Lookup, Getattr, Access, Readdir, Readlink, ReadChunk, Getxattr,
 // Listxattr, Statfs, FreedSlices and Load. Reads known in advance go to the
 // store in one request where it can: Getattr's one key (kv.GetOne), and
-// Lookup's, Access's, Readlink's and a recording-free Open's few keys
+// Lookup's, Access's, Readlink's and a recording-free Open's few keys, and
+// ReadChunk's attributes when the chunk cache holds the list
 // (Engine.viewAhead, kv.ViewAhead: one round trip on PostgreSQL); should
 // such a view read anything else, it runs again as a plain view, and only
 // that run counts. A store that keeps values on the client, invalidated by

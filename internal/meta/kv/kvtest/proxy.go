@@ -22,6 +22,8 @@ type Proxy struct {
 	conns   map[net.Conn]bool
 	latency atomic.Int64 // added to each client→server write, ns
 	turns   atomic.Int64 // round trips: see RoundTrips
+	pg      atomic.Bool  // count PostgreSQL statements (CountPostgres)
+	stmts   atomic.Int64 // statements: see Statements
 }
 
 // NewProxy starts a proxy to target (host:port) on a free loopback port.
@@ -47,6 +49,16 @@ func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
 // (or the first on a connection) is one round trip. A test reads it
 // before and after an operation, run alone, to count what it costs.
 func (p *Proxy) RoundTrips() int64 { return p.turns.Load() }
+
+// CountPostgres makes the proxy count, on the connections it accepts from
+// now on, the statements a PostgreSQL client sends (without TLS): see
+// Statements.
+func (p *Proxy) CountPostgres() { p.pg.Store(true) }
+
+// Statements counts the statements PostgreSQL clients sent so far, over
+// every connection accepted since CountPostgres: each statement of the
+// extended protocol (BEGIN and COMMIT included) and each simple query.
+func (p *Proxy) Statements() int64 { return p.stmts.Load() }
 
 // Addr is the proxy's host:port.
 func (p *Proxy) Addr() string { return p.addr }
@@ -103,16 +115,23 @@ func (p *Proxy) pipe(c net.Conn) {
 	done := make(chan struct{}, 2)
 	var answered atomic.Bool // the server spoke since the client last did
 	answered.Store(true)
-	cp := func(dst, src net.Conn, delay *atomic.Int64, chunk func()) {
+	cp := func(dst, src net.Conn, delay *atomic.Int64, chunk func([]byte)) {
 		p.copy(dst, src, delay, chunk) // a closed connection ends the copy
 		done <- struct{}{}
 	}
-	go cp(s, c, &p.latency, func() {
+	var stmts *pgStatements
+	if p.pg.Load() {
+		stmts = &pgStatements{count: func() { p.stmts.Add(1) }}
+	}
+	go cp(s, c, &p.latency, func(b []byte) {
 		if answered.Swap(false) {
 			p.turns.Add(1)
 		}
+		if stmts != nil {
+			stmts.feed(b)
+		}
 	})
-	go cp(c, s, nil, func() { answered.Store(true) })
+	go cp(c, s, nil, func([]byte) { answered.Store(true) })
 	<-done
 	_ = c.Close()
 	_ = s.Close()
@@ -122,14 +141,14 @@ func (p *Proxy) pipe(c net.Conn) {
 	p.mu.Unlock()
 }
 
-// copy copies src to dst, calling chunk before each write and sleeping
+// copy copies src to dst, calling chunk with the bytes before each write and sleeping
 // *delay (if set) before it.
-func (p *Proxy) copy(dst, src net.Conn, delay *atomic.Int64, chunk func()) {
+func (p *Proxy) copy(dst, src net.Conn, delay *atomic.Int64, chunk func([]byte)) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			chunk()
+			chunk(buf[:n])
 			if delay != nil {
 				if d := time.Duration(delay.Load()); d > 0 {
 					time.Sleep(d)

@@ -32,10 +32,23 @@ func (t *tx) buffer(deleted bool, key []byte, value ...[]byte) {
 	t.pending[string(key)] = w
 }
 
-// flush sends the buffered writes. Its error is kept in t.err.
+// flush queues the guard of guessed reads (guess.go), if any, and the
+// buffered writes, to be sent with the next read or with COMMIT. Its
+// error is kept in t.err.
 func (t *tx) flush() error {
+	if err := t.queueGuard(); err != nil {
+		return t.fail(err)
+	}
 	if len(t.pending) == 0 {
 		return nil
+	}
+	if t.guesses != nil {
+		if t.written == nil {
+			t.written = map[string]pendingWrite{}
+		}
+		for k, w := range t.pending {
+			t.written[k] = w
+		}
 	}
 	var setKeys, setValues, delKeys [][]byte
 	for k, w := range t.pending {

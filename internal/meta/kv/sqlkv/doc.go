@@ -22,10 +22,21 @@
 // operation costs one round trip per dependent read (GetMany reads many
 // keys in one) plus one. A read whose keys are known ahead (kv.ViewAhead:
 // a lookup's directory attributes, entry, and the attributes the entry
-// names) is one statement sent with its BEGIN ... READ ONLY and COMMIT in
-// one pipeline (follow.go): one round trip, in the transaction a View
-// would run; inside a transaction the same statement reads an entry and
-// the attributes it names together (kv.FollowGetter). Either way the database gives read-your-writes,
+// names) is one statement sent alone (follow.go), which the server runs in
+// an implicit transaction that the session's defaults make SERIALIZABLE
+// READ ONLY (pgSessionSettings in postgres.go): one round trip and one
+// statement, in the transaction a View would run (GetOne's point read
+// likewise); inside a transaction the same statement reads an entry and
+// the attributes it names together (kv.FollowGetter). A PostgreSQL Txn
+// also guesses reads (guess.go): Gets of keys whose values the store last
+// committed or read are answered from memory, and a guard statement,
+// pipelined right after BEGIN ahead of whatever the transaction sends
+// first, checks every guess inside the transaction and fails it (nothing
+// after it runs, COMMIT included) if one was wrong, after which fn runs
+// again at once on real reads. So an operation whose reads were all
+// guessed (an append to a file this mount writes, a create after the
+// lookup of its name) is one round trip: BEGIN, guard, writes, COMMIT.
+// Either way the database gives read-your-writes,
 // rollback and ordering (the server runs pipelined statements in order
 // and stops at the first error); Tx keeps the first error and reports it
 // from every later call and from the transaction. Scan

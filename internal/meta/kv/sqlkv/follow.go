@@ -20,23 +20,17 @@ const pgReadFollow = "SELECT k, v FROM shoal_kv WHERE k = ANY(?::bytea[]) " +
 	"UNION ALL SELECT k, v FROM shoal_kv WHERE k = " +
 	"(SELECT ?::bytea || substring(v FROM ?::int FOR ?::int) FROM shoal_kv WHERE k = ? AND length(v) >= ?::int)"
 
-// aloneReader is a pool that runs one read statement as a whole View
-// transaction in one round trip (pgPool: BEGIN, the statement and COMMIT
-// in one pipeline).
-type aloneReader interface {
-	readAlone(ctx context.Context, i int, args []any, fn func(cols [][]byte) error) error
-}
-
 // ReadFollow implements kv.FollowReader. On PostgreSQL it is one
-// statement (pgReadFollow, or GetMany's array read without f) in a
-// SERIALIZABLE READ ONLY transaction, sent with its BEGIN and COMMIT in
-// one round trip: the same transaction a View reading those keys runs,
-// so the same isolation; the data counts only once its COMMIT succeeded,
-// as PostgreSQL requires of serializable reads. SQLite reads the keys in
-// a View, one by one: no network, nothing to save.
+// statement (pgReadFollow, or GetMany's array read without f) sent alone,
+// outside BEGIN (pgPool.query): the server runs it in an implicit
+// SERIALIZABLE READ ONLY transaction, the same transaction a View reading
+// those keys runs, so the same isolation, in one round trip and without
+// the BEGIN and COMMIT statements; the data counts only once that
+// transaction committed without error, as PostgreSQL requires of
+// serializable reads. SQLite reads the keys in a View, one by one: no
+// network, nothing to save.
 func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (vals [][]byte, from, next, nextVal []byte, err error) {
-	r, ok := s.pool.(aloneReader)
-	if !ok || !s.batching {
+	if !s.batching {
 		err = s.View(ctx, func(ktx kv.Tx) error {
 			var err error
 			if vals, err = kv.GetMany(ktx, keys); err != nil || f == nil {
@@ -62,7 +56,7 @@ func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (v
 	var rows []row
 	err = kv.Retry(ctx, "sqlkv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
 		rows = rows[:0]
-		err := r.readAlone(ctx, i, args, func(cols [][]byte) error {
+		err := s.pool.query(ctx, i, args, func(cols [][]byte) error {
 			rows = append(rows, row{k: cols[0], v: cols[1]})
 			return nil
 		})
@@ -75,6 +69,19 @@ func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (v
 		return nil, nil, nil, nil, err
 	}
 	vals, from, next, nextVal = followValues(rows, f, keys)
+	if s.guesses != nil {
+		read := make(map[string][]byte, len(keys)+2)
+		for j, k := range keys {
+			read[string(k)] = vals[j]
+		}
+		if f != nil {
+			read[string(f.From)] = from
+			if next != nil {
+				read[string(next)] = nextVal
+			}
+		}
+		s.guesses.note(read)
+	}
 	return vals, from, next, nextVal, nil
 }
 
@@ -114,7 +121,15 @@ func (t *tx) GetManyFollow(f *kv.Follow, keys ...[]byte) (vals [][]byte, from, n
 	if !t.batching {
 		return kv.FollowEach(t, f, keys...)
 	}
-	if t.err != nil || t.flush() != nil {
+	if t.err != nil {
+		return nil, nil, nil, nil, t.err
+	}
+	if t.guessing() {
+		if vals, from, next, nextVal, ok := t.guessFollow(f, keys); ok {
+			return vals, from, next, nextVal, nil
+		}
+	}
+	if t.flush() != nil {
 		return nil, nil, nil, nil, t.err
 	}
 	var rows []row
@@ -126,7 +141,29 @@ func (t *tx) GetManyFollow(f *kv.Follow, keys ...[]byte) (vals [][]byte, from, n
 		return nil, nil, nil, nil, t.fail(err)
 	}
 	vals, from, next, nextVal = followValues(rows, f, keys)
+	for i, k := range keys {
+		t.seen(k, vals[i])
+	}
+	t.seen(f.From, from)
+	if next != nil {
+		t.seen(next, nextVal)
+	}
 	return vals, from, next, nextVal, nil
+}
+
+// guessFollow answers GetManyFollow from guesses, all or none.
+func (t *tx) guessFollow(f *kv.Follow, keys [][]byte) (vals [][]byte, from, next, nextVal []byte, ok bool) {
+	all, ok := t.guessAll(append(append(make([][]byte, 0, len(keys)+1), keys...), f.From))
+	if !ok {
+		return nil, nil, nil, nil, false
+	}
+	vals, from = all[:len(keys)], all[len(keys)]
+	if next = f.Key(from); next != nil {
+		if nextVal, ok = t.guess(next); !ok {
+			return nil, nil, nil, nil, false
+		}
+	}
+	return vals, from, next, nextVal, true
 }
 
 // readFollowArgs are stmtReadFollow's arguments (see pgReadFollow).

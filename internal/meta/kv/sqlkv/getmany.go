@@ -20,6 +20,14 @@ var _ kv.MultiGetter = (*tx)(nil)
 // GetMany implements kv.MultiGetter: one query per getManyBatch keys
 // instead of one per key (a readdir page's attributes, say).
 func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	if t.guessing() {
+		if vals, ok := t.guessAll(keys); ok {
+			return vals, nil
+		}
+	}
 	out := make([][]byte, len(keys))
 	if !t.batching && len(keys) <= getManyFew {
 		// No network: a few point reads cost less than one IN query.
@@ -68,6 +76,9 @@ func (t *tx) getBatch(keys [][]byte, out [][]byte) error {
 	})
 	if err != nil {
 		return t.fail(err)
+	}
+	for i, k := range keys {
+		t.seen(k, out[i])
 	}
 	return nil
 }

@@ -26,9 +26,10 @@ import (
 // prepared once per connection by pgx's statement cache.
 
 // pgBegin and pgBeginRO begin Txn and View transactions (see the package
-// doc for SERIALIZABLE).
+// doc for SERIALIZABLE). READ WRITE is explicit: a session's default is
+// read-only (pgSessionSettings).
 const (
-	pgBegin   = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+	pgBegin   = "BEGIN ISOLATION LEVEL SERIALIZABLE READ WRITE"
 	pgBeginRO = "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"
 )
 
@@ -72,6 +73,16 @@ func (p *pgPool) begin(ctx context.Context, readOnly bool) (conn, error) {
 // make it.
 func (p *pgPool) sync(context.Context) error { return nil }
 
+// query runs statement i alone, in the implicit transaction PostgreSQL
+// wraps around a statement sent outside BEGIN, which the session settings
+// make SERIALIZABLE READ ONLY (pgSessionSettings): the transaction a View
+// runs, in one round trip with no BEGIN or COMMIT statement for the
+// server to run. The implicit COMMIT happens before the server says it is
+// ready for the next query, and pgx reads up to that point before the
+// last Next returns false: an error of the COMMIT (a serialization
+// failure) is then rows.Err's, so fn's rows count only if query returns
+// nil (a serializable read is valid once its transaction committed), and
+// are the caller's to drop otherwise.
 func (p *pgPool) query(ctx context.Context, i int, args []any, fn func(cols [][]byte) error) error {
 	rows, err := p.db.Query(ctx, p.queries[i], args...)
 	if err != nil {
@@ -204,8 +215,11 @@ func (e *earlyError) Unwrap() error { return e.err }
 // to commit. A failure that surely did not commit is marked
 // notCommittedError, so that it is retried like any failure before
 // COMMIT: nothing was written to the network (a pooled connection found
-// closed), or the server refused a statement ahead of COMMIT (BEGIN on a
-// connection whose server process was terminated, as by a restart).
+// closed), the batch failed before pgx sent it (preparing a statement new
+// to the connection, such as the guard of guessed reads, on a connection
+// that broke), or the server refused a statement ahead of COMMIT (BEGIN
+// on a connection whose server process was terminated, as by a restart;
+// the guard of wrong guesses).
 func (c *pgConn) commit() error {
 	if !c.sent && c.batch.Len() <= 1 {
 		c.end()
@@ -219,7 +233,8 @@ func (c *pgConn) commit() error {
 		c.end()
 	} else {
 		var early *earlyError
-		if pgconn.SafeToRetry(err) || errors.As(err, &early) {
+		var unsent pgx.ErrPreprocessingBatch
+		if pgconn.SafeToRetry(err) || errors.As(err, &early) || errors.As(err, &unsent) {
 			err = &notCommittedError{err}
 		}
 	}
@@ -248,50 +263,4 @@ func (c *pgConn) rollback() {
 		}
 	}
 	c.pc.Release()
-}
-
-var _ aloneReader = (*pgPool)(nil)
-
-// readAlone runs read statement i as a whole View transaction in one
-// pipeline: BEGIN ... READ ONLY, the statement, COMMIT. The rows count
-// only if the COMMIT succeeds (a serializable read is valid once its
-// transaction committed), so fn's rows are the caller's to drop on an
-// error.
-func (p *pgPool) readAlone(ctx context.Context, i int, args []any, fn func(cols [][]byte) error) error {
-	c, err := p.begin(ctx, true)
-	if err != nil {
-		return err
-	}
-	pc := c.(*pgConn)
-	defer pc.rollback()
-	pc.batch.Queue(p.queries[i], args...)
-	pc.batch.Queue("COMMIT")
-	b := pc.batch
-	pc.batch = pgx.Batch{}
-	pc.sent = true
-	br := pc.pc.SendBatch(ctx, &b)
-	err = func() error {
-		if _, err := br.Exec(); err != nil { // BEGIN
-			return err
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return err
-		}
-		if err := eachPgRow(rows, fn); err != nil {
-			return err
-		}
-		tag, err := br.Exec()
-		if err == nil && tag.String() != "COMMIT" {
-			err = errRolledBack
-		}
-		return err
-	}()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		pc.end()
-	}
-	return err
 }

@@ -53,6 +53,9 @@ func newPostgres(u *url.URL) (*pgDialect, error) {
 			cfg.RuntimeParams[name] = value
 		}
 	}
+	for name, value := range pgSessionSettings {
+		cfg.RuntimeParams[name] = value // a META-URL may not weaken these
+	}
 	return &pgDialect{cfg: cfg, exclusiveIdle: pgExclusiveIdle}, nil
 }
 
@@ -71,6 +74,16 @@ var pgSettings = map[string]string{
 	"enable_seqscan":    "off",
 	"enable_bitmapscan": "off",
 	"plan_cache_mode":   "force_generic_plan",
+}
+
+// pgSessionSettings are the session settings a META-URL cannot change:
+// a statement sent outside BEGIN (pgPool.query: GetOne, ReadFollow) runs
+// in an implicit transaction of the session's default kind, which must be
+// the kind a View begins, SERIALIZABLE READ ONLY. Every explicit BEGIN
+// names its isolation level and access mode (pgBegin, pgBeginRO).
+var pgSessionSettings = map[string]string{
+	"default_transaction_isolation": "serializable",
+	"default_transaction_read_only": "on",
 }
 
 func (d *pgDialect) name() string {
@@ -207,12 +220,14 @@ func (d *pgDialect) rebind(query string) string {
 // batchQueries: a transaction's writes are sent as (at most) one upsert
 // and one delete over arrays, saving a round trip per write; GetMany
 // reads an array of keys (exactly those: no padding to a fixed count);
-// ReadFollow reads them and the key one names (pgReadFollow).
-func (d *pgDialect) batchQueries() (string, string, string, string) {
+// ReadFollow reads them and the key one names (pgReadFollow); the guard
+// checks guessed reads (pgGuard).
+func (d *pgDialect) batchQueries() (string, string, string, string, string) {
 	return "INSERT INTO shoal_kv (k, v) SELECT * FROM unnest(?::bytea[], ?::bytea[]) ON CONFLICT (k) DO UPDATE SET v = excluded.v",
 		"DELETE FROM shoal_kv WHERE k = ANY(?::bytea[])",
 		"SELECT k, v FROM shoal_kv WHERE k = ANY(?::bytea[])",
-		pgReadFollow
+		pgReadFollow,
+		pgGuard
 }
 
 // schema: bytea compares bytewise (memcmp), which is the kv key order.

@@ -288,3 +288,41 @@ func TestPostgresDisjointNoConflict(t *testing.T) {
 		t.Errorf("transactions on disjoint keys ran %d and %d times, want once each (a false serialization conflict)", runs1, runs2)
 	}
 }
+
+// TestPostgresImplicitSerializable checks the transaction a statement sent
+// outside BEGIN runs in (GetOne, ReadFollow): SERIALIZABLE READ ONLY, as
+// a View's, even when the META-URL asks for other session defaults.
+func TestPostgresImplicitSerializable(t *testing.T) {
+	u, err := url.Parse(pgSchemaURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("default_transaction_isolation", "read committed")
+	q.Set("default_transaction_read_only", "off")
+	u.RawQuery = q.Encode()
+	s, err := Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	var level, readOnly string
+	err = s.(*Store).pool.(*pgPool).db.QueryRow(context.Background(),
+		"SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')").Scan(&level, &readOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if level != "serializable" || readOnly != "on" {
+		t.Errorf("a statement alone runs in a %s transaction, read only %s; want serializable, on", level, readOnly)
+	}
+	// Txn still writes, and GetOne and ReadFollow read what it wrote.
+	if err := s.Txn(context.Background(), func(tx kv.Tx) error { tx.Set([]byte("k"), []byte("v")); return nil }); err != nil {
+		t.Fatalf("Txn: %v", err)
+	}
+	if v, err := s.(kv.PointReader).GetOne(context.Background(), []byte("k")); err != nil || string(v) != "v" {
+		t.Errorf("GetOne: %q, %v; want v", v, err)
+	}
+	if vals, _, _, _, err := s.(kv.FollowReader).ReadFollow(context.Background(), nil, []byte("k")); err != nil || string(vals[0]) != "v" {
+		t.Errorf("ReadFollow: %q, %v; want v", vals, err)
+	}
+}

@@ -29,11 +29,11 @@ type dialect interface {
 	// rebind turns ? placeholders into the dialect's.
 	rebind(query string) string
 	// batchQueries returns an upsert of many (key, value) pairs taking a
-	// key array and a value array, a delete taking a key array and a
-	// read of the (k, v) rows of a key array (for GetMany) and
-	// ReadFollow's statement (follow.go); or "" for each if the dialect
-	// runs each write at once.
-	batchQueries() (setMany, deleteMany, getMany, readFollow string)
+	// key array and a value array, a delete taking a key array, a
+	// read of the (k, v) rows of a key array (for GetMany),
+	// ReadFollow's statement (follow.go) and the guard of guessed reads
+	// (guess.go); or "" for each if the dialect runs each write at once.
+	batchQueries() (setMany, deleteMany, getMany, readFollow, guard string)
 	// schema returns the statements creating the tables if absent, after
 	// serializing concurrent set-ups where the database needs it.
 	schema() []string

@@ -91,7 +91,9 @@ func (d *sqliteDialect) rebind(query string) string { return query }
 
 // batchQueries: none. A write costs SQLite microseconds in-process, so
 // running it at once is as cheap as buffering it.
-func (d *sqliteDialect) batchQueries() (string, string, string, string) { return "", "", "", "" }
+func (d *sqliteDialect) batchQueries() (string, string, string, string, string) {
+	return "", "", "", "", ""
+}
 
 func (d *sqliteDialect) schema() []string {
 	return []string{

@@ -38,7 +38,8 @@ type Store struct {
 	pool         pool
 	retryTimeout time.Duration
 	closed       atomic.Bool
-	batching     bool // the dialect buffers writes (batch.go)
+	batching     bool     // the dialect buffers writes (batch.go)
+	guesses      *guesses // Txns guess reads (guess.go); nil: they do not
 }
 
 var (
@@ -134,7 +135,7 @@ func (s *Store) init(ctx context.Context) error {
 	}
 	all := queries
 	var getMany string
-	all[stmtSetMany], all[stmtDeleteMany], getMany, all[stmtReadFollow] = s.dialect.batchQueries()
+	all[stmtSetMany], all[stmtDeleteMany], getMany, all[stmtReadFollow], all[stmtGuard] = s.dialect.batchQueries()
 	if getMany != "" {
 		all[stmtGetMany] = getMany
 	}
@@ -145,6 +146,9 @@ func (s *Store) init(ctx context.Context) error {
 		return s.wrap("prepare", err)
 	}
 	s.batching = all[stmtSetMany] != ""
+	if s.batching && all[stmtGuard] != "" {
+		s.guesses = newGuesses()
+	}
 	return nil
 }
 
@@ -178,7 +182,8 @@ func (s *Store) View(ctx context.Context, fn func(tx kv.Tx) error) error {
 // PostgreSQL's transactions read one MVCC snapshot.
 func (s *Store) SnapshotViews() bool { return true }
 
-// GetOne implements kv.PointReader: one SELECT outside a transaction,
+// GetOne implements kv.PointReader: one SELECT outside an explicit
+// transaction (on PostgreSQL, in an implicit SERIALIZABLE READ ONLY one),
 // retried like a View.
 func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 	if s.closed.Load() {
@@ -195,6 +200,9 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 		}
 		return kv.Fatal, nil
 	})
+	if err == nil && s.guesses != nil {
+		s.guesses.note(map[string][]byte{string(key): v})
+	}
 	return v, err
 }
 

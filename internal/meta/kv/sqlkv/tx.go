@@ -23,6 +23,7 @@ const (
 	stmtDeleteMany // batched delete (dialects with arrays only)
 	stmtGetMany    // k IN (getManyBatch keys)
 	stmtReadFollow // keys and the key one names (PostgreSQL only: follow.go)
+	stmtGuard      // checks guessed reads (PostgreSQL only: guess.go)
 	numStmts
 )
 
@@ -37,6 +38,19 @@ type tx struct {
 	readOnly bool
 	pending  map[string]pendingWrite // buffered writes (batching dialects)
 	err      error
+
+	// Guessed reads (guess.go): guesses is the store's, in a Txn of a
+	// store that guesses; real is set once the transaction sends a
+	// statement (no more guessing); guarded holds the guesses made
+	// (nil: absent), guardSent whether their guard was queued; read and
+	// written are what the transaction read from the database and wrote,
+	// noted as guesses when it commits.
+	guesses   *guesses
+	real      bool
+	guarded   map[string][]byte
+	guardSent bool
+	read      map[string][]byte
+	written   map[string]pendingWrite
 }
 
 var _ kv.Tx = (*tx)(nil)
@@ -51,13 +65,22 @@ func (t *tx) fail(err error) error {
 
 // Get implements kv.Tx.
 func (t *tx) Get(key []byte) ([]byte, error) {
-	if t.err != nil || t.flush() != nil {
+	if t.err != nil {
+		return nil, t.err
+	}
+	if t.guessing() {
+		if v, ok := t.guess(key); ok {
+			return v, nil
+		}
+	}
+	if t.flush() != nil {
 		return nil, t.err
 	}
 	v, err := getValue(t.c.query, key)
 	if err != nil {
 		return nil, t.fail(err)
 	}
+	t.seen(key, v)
 	return v, nil
 }
 

@@ -37,8 +37,22 @@ func (s *Store) txn(ctx context.Context, m mode, fn func(kv.Tx) error) error {
 }
 
 // attempt runs fn once in a fresh database transaction and classifies the
-// outcome. A nil error means committed.
+// outcome. A nil error means committed. A Txn of a store that guesses
+// reads (guess.go) first runs with guesses, and at once again without
+// them if they missed.
 func (s *Store) attempt(ctx context.Context, m mode, fn func(kv.Tx) error) (kv.Class, error) {
+	if m != modeWrite || s.guesses == nil {
+		return s.attemptOnce(ctx, m, fn, false)
+	}
+	class, err := s.attemptOnce(ctx, m, fn, true)
+	if errors.Is(err, errMissed) {
+		return s.attemptOnce(ctx, m, fn, false)
+	}
+	return class, err
+}
+
+// attemptOnce is one attempt, guessing reads or not.
+func (s *Store) attemptOnce(ctx context.Context, m mode, fn func(kv.Tx) error, guess bool) (kv.Class, error) {
 	c, err := s.pool.begin(ctx, m == modeRead)
 	if err != nil {
 		return s.dialect.classify(err), s.wrap("begin", err)
@@ -53,16 +67,26 @@ func (s *Store) attempt(ctx context.Context, m mode, fn func(kv.Tx) error) (kv.C
 			}
 		}
 	}
-	t := &tx{ctx: ctx, c: c, batching: s.batching, readOnly: m == modeRead}
+	t := &tx{ctx: ctx, c: c, batching: s.batching, readOnly: m == modeRead, real: !guess}
+	if m == modeWrite {
+		t.guesses = s.guesses // nil unless the store guesses
+	}
 	fnErr := fn(t)
 	if fnErr == nil {
 		_ = t.flush() // an error is kept in t.err
 	}
 	if fnErr == nil && t.err == nil {
 		if err := c.commit(); err != nil {
+			if t.settle(false, err) != nil {
+				return kv.Conflict, errMissed
+			}
 			return s.commitFailed(err)
 		}
+		t.settle(true)
 		return kv.Fatal, nil
+	}
+	if t.settle(false, t.err, fnErr) != nil {
+		return kv.Conflict, errMissed
 	}
 	return s.failed(t.err, fnErr)
 }
