@@ -29,7 +29,9 @@
 // likewise); inside a transaction the same statement reads an entry and
 // the attributes it names together (kv.FollowGetter). A PostgreSQL Txn
 // also guesses reads (guess.go): Gets of keys whose values the store last
-// committed or read are answered from memory, and a guard statement,
+// committed or read are answered from memory (only keys under the
+// prefixes kvmeta names through kv.Cacher: attributes and entries), and a
+// guard statement,
 // pipelined right after BEGIN ahead of whatever the transaction sends
 // first, checks every guess inside the transaction and fails it (nothing
 // after it runs, COMMIT included) if one was wrong, after which fn runs

@@ -2,6 +2,7 @@ package sqlkv
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,9 +69,31 @@ var errMissed = errors.New("sqlkv: guessed reads missed")
 // guesses are the values a store last committed or read, by key; nil
 // means absent. missed holds when keys last missed, for guessHoldoff.
 type guesses struct {
-	mu     sync.Mutex
-	vals   map[string][]byte
-	missed map[string]time.Time
+	mu       sync.Mutex
+	vals     map[string][]byte
+	missed   map[string]time.Time
+	prefixes [][]byte // only keys under these are guessed (kv.Cacher); nil: all
+}
+
+// worth says whether key is under a prefix worth guessing. The caller
+// holds mu.
+//
+// kvmeta names attributes and entries. A guess must never be of a key
+// whose value the engine keeps beyond the transaction (a chunk list, in
+// kvmeta's chunk cache, stored under the generation of the attributes
+// the transaction read): two guesses are not of one instant, and a list
+// cached under a generation it does not belong to would outlive the
+// failed guard.
+func (g *guesses) worth(key string) bool {
+	if g.prefixes == nil {
+		return true
+	}
+	for _, p := range g.prefixes {
+		if strings.HasPrefix(key, string(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 func newGuesses() *guesses {
@@ -103,7 +126,7 @@ func (g *guesses) note(vals map[string][]byte) {
 			}
 			delete(g.missed, k)
 		}
-		if len(v) > guessValueMax {
+		if len(v) > guessValueMax || !g.worth(k) {
 			delete(g.vals, k)
 			continue
 		}

@@ -232,3 +232,30 @@ func TestPostgresGuessHoldoff(t *testing.T) {
 		t.Errorf("after 7 increments by one and 5 by ten: %s", got)
 	}
 }
+
+// TestPostgresGuessesOnlyNamedKeys: once kvmeta named the keys worth
+// keeping (kv.CacheKeys), a read-modify-write of any other key reads it
+// for real (two round trips), while one of a named key is guessed (one).
+func TestPostgresGuessesOnlyNamedKeys(t *testing.T) {
+	a, _, p := guessPair(t)
+	kv.CacheKeys(a, []byte("A"))
+	ctx := context.Background()
+	for _, c := range []struct {
+		key   string
+		trips int64
+	}{{"Aattr", 1}, {"Cchunk", 2}} {
+		k := []byte(c.key)
+		for range 2 { // the second prepares the guard on the connection
+			if err := a.Txn(ctx, add(k, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		trips := p.RoundTrips()
+		if err := a.Txn(ctx, add(k, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.RoundTrips() - trips; got != c.trips {
+			t.Errorf("read-modify-write of %s: %d round trips, want %d", c.key, got, c.trips)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -45,7 +46,28 @@ type Store struct {
 var (
 	_ kv.Store    = (*Store)(nil)
 	_ kv.Excluder = (*Store)(nil)
+	_ kv.Cacher   = (*Store)(nil)
 )
+
+// CacheKeys implements kv.Cacher: on PostgreSQL, only keys under
+// prefixes are guessed (guess.go). Nothing is answered from memory
+// without the database: CachedReads stays 0.
+func (s *Store) CacheKeys(prefixes ...[]byte) {
+	if s.guesses == nil {
+		return
+	}
+	s.guesses.mu.Lock()
+	s.guesses.prefixes = slices.Clone(prefixes)
+	for k := range s.guesses.vals {
+		if !s.guesses.worth(k) {
+			delete(s.guesses.vals, k)
+		}
+	}
+	s.guesses.mu.Unlock()
+}
+
+// CachedReads implements kv.Cacher.
+func (s *Store) CachedReads() int64 { return 0 }
 
 // Open opens (creating the schema if needed) the store a META-URL names:
 //
