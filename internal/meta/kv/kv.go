@@ -165,14 +165,13 @@ func PrefetchScan(tx Tx, s ScanAhead, keys ...[]byte) error {
 
 // Cacher is implemented by stores that keep values on the client. CacheKeys
 // names the keys worth keeping, by prefix (kvmeta: an inode's attributes
-// and directory entries); no other key's value may be kept, because the
-// caller keeps state derived from the others (kvmeta's chunk cache) that
-// a value of another instant could corrupt. A store whose server
-// invalidates what it keeps (Redis's client-side caching) answers reads
-// whose context carries a meta.Cached from there, only with values known
-// current a fraction of a second ago, and reports their age there; one
-// that only guesses (PostgreSQL: guessed reads, checked before commit)
-// never answers a reader. It is optional.
+// and directory entries, what its lookups and getattrs read and its
+// changes read first). A store whose server invalidates what it keeps
+// (Redis's client-side caching) answers reads whose context carries a
+// meta.Cached from there, only with values known current a fraction of a
+// second ago, and reports their age there; one that only guesses
+// (PostgreSQL: a write transaction's reads, checked before it commits)
+// guesses only these keys and never answers a reader. It is optional.
 type Cacher interface {
 	CacheKeys(prefixes ...[]byte)
 	// CachedReads counts the reads answered from the cache so far.

@@ -78,12 +78,13 @@ type guesses struct {
 // worth says whether key is under a prefix worth guessing. The caller
 // holds mu.
 //
-// kvmeta names attributes and entries. A guess must never be of a key
-// whose value the engine keeps beyond the transaction (a chunk list, in
-// kvmeta's chunk cache, stored under the generation of the attributes
-// the transaction read): two guesses are not of one instant, and a list
-// cached under a generation it does not belong to would outlive the
-// failed guard.
+// kvmeta names attributes and entries: what its changes read first. Other
+// keys are not guessed. Two guesses are not of one instant until the
+// guard passed, and kvmeta keeps some state derived from what a
+// transaction read beyond the transaction (its chunk cache, under the
+// generation of the attributes read; filled today from Scans, which are
+// never guessed): keeping guesses to the keys it names keeps any such
+// state off them.
 func (g *guesses) worth(key string) bool {
 	if g.prefixes == nil {
 		return true
