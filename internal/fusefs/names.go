@@ -28,7 +28,7 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 	e, err := fs.vfs.Lookup(c, meta.Ino(h.NodeId), name)
 	if err == syscall.ENOENT && fs.opts.NegativeTimeout > 0 {
 		*out = fuse.EntryOut{}
-		out.SetEntryTimeout(max(fs.opts.NegativeTimeout-cached.age(), 0))
+		out.SetEntryTimeout(max(fs.opts.NegativeTimeout-cachedAge(cached), 0))
 		return fuse.OK
 	}
 	if err != nil {
@@ -36,11 +36,7 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 	}
 	fs.vfs.Refreshed(e.Ino)
 	fs.dirs.forget(e.Ino) // older than what the kernel is now told
-	fs.fillEntry(e, out)
-	if age := cached.age(); age > 0 {
-		out.SetEntryTimeout(max(fs.opts.EntryTimeout-age, 0))
-		out.SetAttrTimeout(max(fs.opts.AttrTimeout-age, 0))
-	}
+	fs.fillEntryRead(e, time.Now().Add(-cachedAge(cached)), out)
 	return fuse.OK
 }
 
@@ -65,7 +61,7 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Attr
 	}
 	fs.vfs.Refreshed(meta.Ino(in.NodeId))
 	fillAttr(meta.Ino(in.NodeId), a, &out.Attr)
-	out.SetTimeout(max(fs.opts.AttrTimeout-cached.age(), 0))
+	out.SetTimeout(max(fs.opts.AttrTimeout-cachedAge(cached), 0))
 	return fuse.OK
 }
 
@@ -73,23 +69,21 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Attr
 // only feeds the kernel's timed caches, from a cache its server
 // invalidates (meta.Cached: a Redis mount's), unless the mount is strict.
 // The caller shortens the kernel's timeouts by the answer's age.
-func (fs *FS) cachedCtx(c context.Context) (context.Context, *cachedRead) {
+func (fs *FS) cachedCtx(c context.Context) (context.Context, *meta.Cached) {
 	if fs.listingTTL() <= 0 {
 		return c, nil
 	}
-	r := &cachedRead{}
-	return meta.WithCached(c, &r.c), r
+	r := &meta.Cached{}
+	return meta.WithCached(c, r), r
 }
 
-// cachedRead is what an engine reported of an answer from its cache.
-type cachedRead struct{ c meta.Cached }
-
-// age is how long ago a cached answer was current: 0 for a fresh one.
-func (r *cachedRead) age() time.Duration {
-	if r == nil {
+// cachedAge is how long ago the answer c reports was current: 0 for one
+// read afresh (or no c).
+func cachedAge(c *meta.Cached) time.Duration {
+	if c == nil {
 		return 0
 	}
-	if at := r.c.At(); !at.IsZero() {
+	if at := c.At(); !at.IsZero() {
 		return time.Since(at)
 	}
 	return 0

@@ -104,7 +104,8 @@ func (s *Store) exclusiveAttempt(ctx context.Context, token string, fn func(kv.T
 func (t *tx) commitExclusive() error {
 	keys := t.sortedWrites()
 	if t.s.track.running.Load() {
-		defer t.s.track.wrote(t.writtenRKeys())
+		rkeys, _ := t.writtenRKeys()
+		defer t.s.track.wrote(rkeys)
 	}
 	var evals []*redis.Cmd
 	var release *redis.Cmd

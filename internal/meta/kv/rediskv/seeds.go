@@ -81,13 +81,20 @@ func (c *seedCache) get(rkeys []string) ([]seed, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, rk := range rkeys {
-		s, ok := c.m[rk]
-		if !ok || now.Sub(s.at) >= seedAge {
+		s, ok := c.young(rk, now)
+		if !ok {
 			return nil, false
 		}
 		out[i] = s
 	}
 	return out, true
+}
+
+// young returns rk's seed if it is younger than seedAge at now. The
+// caller holds mu.
+func (c *seedCache) young(rk string, now time.Time) (seed, bool) {
+	s, ok := c.m[rk]
+	return s, ok && now.Sub(s.at) < seedAge
 }
 
 // drop forgets rkeys.
@@ -141,18 +148,18 @@ func (t *tx) seedFollow(f kv.Follow, rkeys []string) bool {
 // else the values the client-side cache holds (track.go), which Redis
 // would have invalidated had they changed, whatever their age.
 func (t *tx) seedsOf(rkeys []string) ([]seed, bool) {
-	if ss, ok := t.s.seeds.get(rkeys); ok {
-		return ss, true
-	}
+	now := time.Now()
 	ss := make([]seed, len(rkeys))
 	for i, rk := range rkeys {
-		if s, ok := t.s.seeds.get([]string{rk}); ok {
-			ss[i] = s[0]
-		} else if s, ok := t.s.track.seed(rk); ok {
-			ss[i] = s
-		} else {
-			return nil, false
+		t.s.seeds.mu.Lock()
+		s, ok := t.s.seeds.young(rk, now)
+		t.s.seeds.mu.Unlock()
+		if !ok {
+			if s, ok = t.s.track.seed(rk); !ok {
+				return nil, false
+			}
 		}
+		ss[i] = s
 	}
 	return ss, true
 }

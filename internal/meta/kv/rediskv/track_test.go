@@ -84,9 +84,16 @@ func TestCacheAnswersAndReadsOwnWrites(t *testing.T) {
 	}
 	// Keys outside the cached prefixes are never served from it.
 	setKey(t, s, "Ckey", "x")
-	for range 20 {
-		if _, _, ok := cachedGet(t, s, "Ckey"); ok {
-			t.Fatal("a key outside the cached prefixes was answered from the cache")
+	neverCached(t, s, "Ckey", "a key outside the cached prefixes")
+}
+
+// neverCached reads key for a while and fails if an answer comes from
+// the cache.
+func neverCached(t *testing.T, s *Store, key, what string) {
+	t.Helper()
+	for range 40 {
+		if _, _, ok := cachedGet(t, s, key); ok {
+			t.Fatalf("%s was answered from the cache", what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -95,12 +102,7 @@ func TestCacheAnswersAndReadsOwnWrites(t *testing.T) {
 func TestCacheOffByURL(t *testing.T) {
 	s := openCached(t, redisNamespaceURL(t)+"&cache=off")
 	setKey(t, s, "Akey", "v0")
-	for range 40 {
-		if _, _, ok := cachedGet(t, s, "Akey"); ok {
-			t.Fatal("cache=off: answered from the cache")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	neverCached(t, s, "Akey", "cache=off: a read")
 }
 
 // TestCacheAgainstAnotherClient checks every answer of a caching client

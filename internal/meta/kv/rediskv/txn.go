@@ -130,13 +130,7 @@ func (t *tx) commit() error {
 		args = t.writeArgs(head, t.sortedWrites())
 	}
 	if len(t.writes) > 0 && t.s.track.running.Load() {
-		rkeys := t.writtenRKeys()
-		set := make([]string, 0, len(rkeys))
-		for k, w := range t.writes {
-			if !w.deleted {
-				set = append(set, t.s.keys.value([]byte(k)))
-			}
-		}
+		rkeys, set := t.writtenRKeys()
 		t.s.track.writing(set)       // a deleted key is not worth reading back
 		defer t.s.track.wrote(rkeys) // run, failed or unknown: the old values go
 	}
@@ -169,13 +163,19 @@ func (t *tx) commit() error {
 	return err
 }
 
-// writtenRKeys returns the Redis keys of the writes.
-func (t *tx) writtenRKeys() []string {
-	rkeys := make([]string, 0, len(t.writes))
-	for k := range t.writes {
-		rkeys = append(rkeys, t.s.keys.value([]byte(k)))
+// writtenRKeys returns the Redis keys of the writes, all of them and
+// those set (not deleted).
+func (t *tx) writtenRKeys() (all, set []string) {
+	all = make([]string, 0, len(t.writes))
+	set = make([]string, 0, len(t.writes))
+	for k, w := range t.writes {
+		rk := t.s.keys.value([]byte(k))
+		all = append(all, rk)
+		if !w.deleted {
+			set = append(set, rk)
+		}
 	}
-	return rkeys
+	return all, set
 }
 
 // commitScriptSHA sends commitScript by its SHA-1 (EVALSHA), loading it
