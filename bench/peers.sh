@@ -13,7 +13,7 @@
 #                 on the local disk) in a network namespace, mfsmount here
 # the seed tests of the issue, run by `shoal bench` so that every target
 # gets identical work in interleaved rounds (medians over ROUNDS):
-#   10k files: create/s, stat/s, unlink/s             (mass, empty files)
+#   10k files: create/s, stat/s, rename/s, unlink/s   (mass, empty files)
 #   100k-entry directory: readdir and stat-every-entry (hugedir)
 #   PostMark, its seed configuration (shoal bench's postmark defaults:
 #     5,000 files of 1 KiB–256 KiB, 10,000 transactions, 8 KiB blocks,

@@ -112,6 +112,7 @@ func seedFigures(one, par *result.Report) []seedFigure {
 	all := []seedFigure{
 		{files + " files · create/s", "mass", "create empty", 1, false},
 		{files + " files · stat/s", "mass", "stat empty", 1, false},
+		{files + " files · rename/s", "mass", "rename empty", 1, false},
 		{files + " files · unlink/s", "mass", "delete empty", 1, false},
 		{entries + "-entry dir · readdir entries/s (cold)", "hugedir", "readdir", 1, false},
 		{entries + "-entry dir · stat every entry /s", "hugedir", "stat", 1, false},

@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 )
 
-// Mass is the mass-creation workload: Files empty files created, stat'ed
-// and deleted in one directory, then Files files of random size in
-// [SizeLow, SizeHigh] created, read back (verified) and deleted.
+// Mass is the mass-creation workload: Files empty files created, stat'ed,
+// renamed (each to a new name in the same directory) and deleted in one
+// directory, then Files files of random size in [SizeLow, SizeHigh]
+// created, read back (verified) and deleted.
 type Mass struct {
 	Files             int
 	SizeLow, SizeHigh int64
@@ -44,13 +45,14 @@ func (w *Mass) Run(c *Client) {
 	sized := newFileSet(c, filepath.Join(c.Dir, "sized"), w.Files, 0, w.SizeLow, w.SizeHigh, 3<<20, rng)
 	buf := make([]byte, 64<<10)
 	for _, set := range []struct {
-		name string
-		fs   *fileSet
-		read func(m *Meter, i int) error
-		cold bool
+		name   string
+		fs     *fileSet
+		read   func(m *Meter, i int) error
+		cold   bool
+		rename bool
 	}{
-		{"empty", empty, func(m *Meter, i int) error { return empty.stat(m, i) }, false},
-		{"sized", sized, func(m *Meter, i int) error { return sized.read(m, i, buf) }, true},
+		{"empty", empty, func(m *Meter, i int) error { return empty.stat(m, i) }, false, true},
+		{"sized", sized, func(m *Meter, i int) error { return sized.read(m, i, buf) }, true, false},
 	} {
 		n := int64(w.Files)
 		verb := "stat "
@@ -66,6 +68,11 @@ func (w *Mass) Run(c *Client) {
 		c.Phase(Phase{Name: verb + set.name, Unit: UnitOps, Total: n, Cold: set.cold}, func(m *Meter) error {
 			return set.fs.each(nil, func(i int) error { return set.read(m, i) })
 		})
+		if set.rename {
+			c.Phase(Phase{Name: "rename " + set.name, Unit: UnitOps, Total: n}, func(m *Meter) error {
+				return set.fs.each(nil, func(i int) error { return set.fs.rename(m, i) })
+			})
+		}
 		c.Phase(Phase{Name: "delete " + set.name, Unit: UnitOps, Total: n}, func(m *Meter) error {
 			if err := set.fs.each(nil, func(i int) error { return set.fs.remove(m, i) }); err != nil {
 				return err

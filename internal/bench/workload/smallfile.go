@@ -119,6 +119,18 @@ func (fs *fileSet) read(m *Meter, i int, buf []byte) error {
 	return nil
 }
 
+// rename renames file i to a new name in the same directory (its name
+// with "r" appended), which its later operations use.
+func (fs *fileSet) rename(m *Meter, i int) error {
+	to := fs.names[i] + "r"
+	if err := os.Rename(fs.names[i], to); err != nil {
+		return err
+	}
+	fs.names[i] = to
+	m.Add(0, 1)
+	return nil
+}
+
 // remove unlinks file i.
 func (fs *fileSet) remove(m *Meter, i int) error {
 	if err := os.Remove(fs.names[i]); err != nil {
