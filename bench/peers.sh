@@ -466,7 +466,7 @@ phase_fsync() {
 main() {
 	preflight
 	mkdir -p "$WORK" "$RES"
-	rm -f "$RES"/*.json "$RES/bench.log"
+	rm -f "$RES"/*.json "$RES/bench.log" "$RES/fsync.txt" "$RES/peers.md"
 	trap cleanup EXIT
 	trap 'log interrupted; exit 130' INT TERM
 	build_shoal
