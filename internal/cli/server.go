@@ -75,6 +75,7 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	jst.Owners, jst.NextSeq, jst.Replies = st.Owners, st.NextSeq, st.Replies
 	j, err := journal.Create(dir, jst, journal.Options{
 		Sync: func() error { return sv.vol.FS.Sync(context.Background()) }, Logger: sv.log,
+		SegmentSize: testSegmentSize(),
 	})
 	if err != nil {
 		_ = sv.vol.Close(ctx)
@@ -112,6 +113,7 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 		return fmt.Errorf("lost the kernel connection of %s while it is still mounted", mp)
 	}
 	sv.log.Info("unmounted; flushing and closing", "mountpoint", mp)
+	testCloseDelay()
 	err = sv.vol.Close(context.Background())
 	_ = j.Remove()
 	removePid()
