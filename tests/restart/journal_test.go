@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,14 +17,14 @@ import (
 // segments lists the journal segment files of the mount at mp.
 func segments(t *testing.T, mp string) []string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(rundir.Path(mp, ".journal"), "seg-*"))
-	if err != nil {
+	ents, err := os.ReadDir(rundir.Path(mp, ".journal")) // (no Glob: the name holds backslashes)
+	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, p := range m {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			out = append(out, filepath.Base(p))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "seg-") && e.Type().IsRegular() {
+			out = append(out, e.Name())
 		}
 	}
 	return out
@@ -98,4 +98,58 @@ func grepLines(text, s string) string {
 		out = append(out[:10], fmt.Sprintf("... and %d more", len(out)-10))
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestRemountAtOnceKeepsTheNewJournal: a mount is unmounted with
+// umount(8), which returns once the kernel lets go, not when the server is
+// done, and the volume is mounted again at once at the same place, while
+// the old server is still closing (the test hook SHOAL_TEST_CLOSE_DELAY
+// makes it take 2 s). What the old mount leaves behind when it ends must
+// not be the new mount's: its journal (acknowledged writes not yet
+// committed) and its supervisor's control socket. The new mount then dies
+// whole (supervisor and server): the next mount must apply its
+// acknowledged write from the journal.
+func TestRemountAtOnceKeepsTheNewJournal(t *testing.T) {
+	v := testutil.NewVolume(t)
+	t.Setenv("SHOAL_TEST_CLOSE_DELAY", "2s")
+	m := v.Mount(t)
+	if err := os.WriteFile(m.Path("before"), []byte("closed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Unmount(m.Dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SHOAL_TEST_CLOSE_DELAY", "")
+	again := v.MountAt(t, m.Dir)
+	f, err := os.Create(again.Path("acked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := bytes.Repeat([]byte("acknowledged "), 10<<10)
+	if _, err := f.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if exited, err := m.Wait(30 * time.Second); !exited || err != nil {
+		t.Fatalf("the first mount did not end well after umount (exited %v, %v)\n%s", exited, err, m.LogText())
+	}
+	if segs := segments(t, again.Dir); len(segs) == 0 {
+		t.Errorf("the new mount's journal has no segment left once the old mount ended\n%s", m.LogText())
+	}
+	if _, err := os.Stat(rundir.Path(again.Dir, ".sock")); err != nil {
+		t.Errorf("the new mount's control socket is gone once the old mount ended: %v", err)
+	}
+	server := again.WaitServerPID(t)
+	_ = syscall.Kill(again.PID(), syscall.SIGKILL) // first: it must not start a successor
+	_ = syscall.Kill(server, syscall.SIGKILL)
+	again.Kill9(t)
+	_ = f.Close()
+	third := v.MountAt(t, m.Dir)
+	got, err := os.ReadFile(third.Path("acked"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("after the new mount died the file holds %d bytes, want the %d acknowledged\n%s", len(got), len(want), third.LogText())
+	}
 }
