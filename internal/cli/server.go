@@ -128,6 +128,7 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	err = sv.vol.Close(context.Background())
 	_ = j.Remove()
 	removePid()
+	journal.Unlock(lock) // the mount ended: nothing left to own
 	return err
 }
 

@@ -29,8 +29,8 @@
 //     applied by the next mount of the same volume only.
 //
 // Ownership. The directory is one process's at a time, the one holding
-// the flock of the file beside it (DIR.lock, never deleted) until it
-// exits (Acquire, lock.go): a process deletes only segments of a journal
+// the flock of the file beside it (DIR.lock) until it exits (Acquire,
+// lock.go): a process deletes only segments of a journal
 // it owns, so a server still closing after an umount(8) cannot remove the
 // journal of the mount made at the same place right after (which waits
 // for the lock), nor can that mount salvage writes the old server is

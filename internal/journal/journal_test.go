@@ -151,3 +151,23 @@ func TestAcquireExcludes(t *testing.T) {
 	}
 	second.Close()
 }
+
+// TestAcquireAfterUnlock: a waiter whose lock file its holder removed as
+// it let go (Unlock) takes the file at the path, the one every later
+// owner locks too.
+func TestAcquireAfterUnlock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "j")
+	first, err := Acquire(dir, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(100 * time.Millisecond); Unlock(first) }()
+	second, err := Acquire(dir, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if _, err := Acquire(dir, 100*time.Millisecond, nil); err == nil {
+		t.Fatal("a third owner took the lock the second holds (each locked another file)")
+	}
+}
