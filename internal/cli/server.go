@@ -41,9 +41,20 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 		return err
 	}
 	dir := journalDir(mp)
+	// The journal directory is this process's from here until it exits
+	// (package journal, "Ownership"): a new mount waits for the previous
+	// server of the mountpoint to finish closing, which removes its
+	// journal, and mounts only then (so no other mount is at mp while
+	// this server lives, as srv.Wait's check below assumes).
+	lock, err := journal.Acquire(dir, max(o.flushTimeout, 2*time.Minute)+time.Minute, func(holder int) {
+		fmt.Fprintf(os.Stderr, "shoal: waiting for the previous server of %s (pid %d) to finish closing\n", mp, holder)
+	})
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	var st journal.State
 	var init []byte
-	var err error
 	if role == roleTakeOver {
 		if st, err = journal.Recover(dir); err != nil {
 			return err
@@ -75,6 +86,7 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 	jst.Owners, jst.NextSeq, jst.Replies = st.Owners, st.NextSeq, st.Replies
 	j, err := journal.Create(dir, jst, journal.Options{
 		Sync: func() error { return sv.vol.FS.Sync(context.Background()) }, Logger: sv.log,
+		SegmentSize: testSegmentSize(),
 	})
 	if err != nil {
 		_ = sv.vol.Close(ctx)
@@ -112,9 +124,11 @@ func serveChild(ctx context.Context, metaURL, mp, role string, o mountOptions, c
 		return fmt.Errorf("lost the kernel connection of %s while it is still mounted", mp)
 	}
 	sv.log.Info("unmounted; flushing and closing", "mountpoint", mp)
+	testCloseDelay()
 	err = sv.vol.Close(context.Background())
 	_ = j.Remove()
 	removePid()
+	journal.Unlock(lock) // the mount ended: nothing left to own
 	return err
 }
 
@@ -283,7 +297,13 @@ func writePidFile(mp string) func() {
 	if _, err := rundir.Ensure(); err != nil {
 		return func() {}
 	}
-	_ = os.WriteFile(pid+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644)
+	me := strconv.Itoa(os.Getpid())
+	_ = os.WriteFile(pid+".tmp", []byte(me), 0o644)
 	_ = os.Rename(pid+".tmp", pid)
-	return func() { _ = os.Remove(pid) }
+	return func() {
+		// Not a later mount's, at the same place.
+		if b, err := os.ReadFile(pid); err == nil && string(b) == me {
+			_ = os.Remove(pid)
+		}
+	}
 }

@@ -222,7 +222,9 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 				}
 				return withCode(childCode(werr), errReported)
 			}
-			if _, _, mounted := mountedAt(mp); !mounted || stopping {
+			// Our mount, not whatever is mounted at mp now: after an
+			// umount(8) a new mount may be there already.
+			if mounted := s.mounted(); !mounted || stopping {
 				if mounted {
 					_ = syscall.Unmount(mp, syscall.MNT_DETACH)
 					return fmt.Errorf("the server exited (%v) while stopping; %s was detached", werr, mp)
@@ -253,6 +255,25 @@ type supervisor struct {
 	log      *slog.Logger
 	conn     int      // the kernel connection (-1 until the first server sends it)
 	connFile *os.File // conn, kept open
+}
+
+// mounted reports whether the supervisor's mount is still mounted: its
+// kernel connection is alive (the kernel aborts it when the file system
+// is unmounted, and poll then says POLLERR) and something is mounted at
+// the mountpoint. Only a mount's connection tells it apart from a later
+// mount at the same place (which may get the same device number).
+func (s *supervisor) mounted() bool {
+	if _, _, ok := mountedAt(s.mp); !ok || s.conn < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(s.conn), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err == nil && fds[0].Revents&(unix.POLLERR|unix.POLLNVAL|unix.POLLHUP) == 0
+	}
 }
 
 // start starts a server process with role.
@@ -337,6 +358,10 @@ func listenUpgrades(path string, logger *slog.Logger) (<-chan upgradeReq, func()
 		return nil, nil, fmt.Errorf("control socket: %w", err)
 	}
 	_ = os.Chmod(path, 0o600)
+	mine, _ := os.Stat(path)
+	if ul, ok := l.(*net.UnixListener); ok {
+		ul.SetUnlinkOnClose(false) // stop removes it, if it is still ours
+	}
 	reqs := make(chan upgradeReq)
 	go func() {
 		for {
@@ -353,7 +378,15 @@ func listenUpgrades(path string, logger *slog.Logger) (<-chan upgradeReq, func()
 			reqs <- upgradeReq{exe: exe, reply: conn}
 		}
 	}()
-	return reqs, func() { l.Close(); os.Remove(path) }, nil
+	stop := func() {
+		l.Close()
+		// Not the socket of a later mount at the same place (which
+		// replaced ours at its start).
+		if now, err := os.Stat(path); err == nil && mine != nil && os.SameFile(now, mine) {
+			os.Remove(path)
+		}
+	}
+	return reqs, stop, nil
 }
 
 // requestUpgrade asks the supervisor of mp to replace its server with

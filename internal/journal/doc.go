@@ -28,6 +28,14 @@
 //     journal left by a mount that died whole (supervisor and server) is
 //     applied by the next mount of the same volume only.
 //
+// Ownership. The directory is one process's at a time, the one holding
+// the flock of the file beside it (DIR.lock) until it exits (Acquire,
+// lock.go): a process deletes only segments of a journal
+// it owns, so a server still closing after an umount(8) cannot remove the
+// journal of the mount made at the same place right after (which waits
+// for the lock), nor can that mount salvage writes the old server is
+// still committing.
+//
 // Format. The journal is a sequence of segment files seg-NNNNNNNNNNNNNNNN,
 // each a sequence of records: a 4-byte little-endian payload length, a
 // CRC-32C of kind and payload, a kind byte and the payload. A record cut

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestRecoverStateAndLiveWrites(t *testing.T) {
@@ -125,5 +126,48 @@ func TestRotationCheckpointsAndDropsOldSegments(t *testing.T) {
 	st2, _ := Recover(dir)
 	if st2.Handles[9].Ino != 200 || st2.NextSeq < st.NextSeq {
 		t.Fatalf("successor journal: %+v", st2)
+	}
+}
+
+// TestAcquireExcludes: a journal directory's lock is held by one owner at
+// a time; another waits for it, and fails past its wait naming the holder.
+func TestAcquireExcludes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "j")
+	first, err := Acquire(dir, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holder int
+	if _, err := Acquire(dir, 100*time.Millisecond, func(pid int) { holder = pid }); err == nil {
+		t.Fatal("a second owner took a held journal lock")
+	}
+	if holder != os.Getpid() {
+		t.Errorf("the waiter was told the holder is pid %d, want %d", holder, os.Getpid())
+	}
+	go func() { time.Sleep(100 * time.Millisecond); first.Close() }()
+	second, err := Acquire(dir, 5*time.Second, nil)
+	if err != nil {
+		t.Fatalf("the lock was not taken once released: %v", err)
+	}
+	second.Close()
+}
+
+// TestAcquireAfterUnlock: a waiter whose lock file its holder removed as
+// it let go (Unlock) takes the file at the path, the one every later
+// owner locks too.
+func TestAcquireAfterUnlock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "j")
+	first, err := Acquire(dir, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(100 * time.Millisecond); Unlock(first) }()
+	second, err := Acquire(dir, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if _, err := Acquire(dir, 100*time.Millisecond, nil); err == nil {
+		t.Fatal("a third owner took the lock the second holds (each locked another file)")
 	}
 }

@@ -132,7 +132,7 @@ func PublicPathOf(uid int, mp, suffix string) (path string, ok bool) {
 }
 
 // Path is the runtime file of mountpoint mp (absolute) with suffix
-// (".pid", ".sock", ".journal").
+// (".pid", ".sock", ".journal", whose lock is ".journal.lock").
 func Path(mp, suffix string) string {
 	return filepath.Join(Dir(), Name(mp)+suffix)
 }

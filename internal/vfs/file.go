@@ -44,6 +44,11 @@ type file struct {
 	journaled atomic.Uint64
 	barrier   atomic.Uint64
 
+	// closing is closed once close has committed (or failed to commit)
+	// what the writer held, closeErr saying which; nil before close.
+	closing  chan struct{}
+	closeErr error
+
 	// mode is the file's mode as this mount knows it (at the last open,
 	// then its own changes): KillSuidgid asks the engine only when it
 	// holds set-id bits.
@@ -83,11 +88,15 @@ func (fs *FS) release(ctx context.Context, f *file, tracked bool) error {
 	last := f.refs == 0
 	if last {
 		delete(fs.files, f.ino)
+		fs.closing[f] = struct{}{} // Sync waits for its writes (FS.Sync)
 	}
 	fs.mu.Unlock()
 	var err error
 	if last {
 		err = f.close(ctx)
+		fs.mu.Lock()
+		delete(fs.closing, f)
+		fs.mu.Unlock()
 	}
 	if tracked {
 		if rerr := fs.tracker.Release(ctx, f.ino); rerr != nil && err == nil {
@@ -169,12 +178,20 @@ func (f *file) commit(ctx context.Context, ws []meta.SliceWrite) error {
 	return nil
 }
 
-// flush stores and commits everything written so far.
+// flush stores and commits everything written so far. On a file being
+// closed (FS.Sync meets one) that is what the close commits: flush waits
+// for it and returns its outcome, since a writer closed under the flush
+// fails it ("writer closed") with nothing left to flush, and a flush that
+// found the writer already gone would report success, and write a
+// barrier, before the close's commit is done.
 func (f *file) flush(ctx context.Context) error {
 	mark := f.journalMark()
 	f.mu.Lock()
-	w := f.writer
+	w, closing := f.writer, f.closing
 	f.mu.Unlock()
+	if closing != nil {
+		return f.awaitClose(ctx, closing)
+	}
 	if w == nil || !w.Dirty() {
 		f.journalBarrier(mark)
 		return nil
@@ -182,6 +199,12 @@ func (f *file) flush(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, f.fs.cfg.FlushTimeout)
 	defer cancel()
 	if err := w.Flush(ctx); err != nil {
+		f.mu.Lock()
+		closing = f.closing
+		f.mu.Unlock()
+		if closing != nil {
+			return f.awaitClose(ctx, closing)
+		}
 		return fmt.Errorf("vfs: flush inode %d: %w", f.ino, err)
 	}
 	f.mu.Lock()
@@ -191,13 +214,38 @@ func (f *file) flush(ctx context.Context) error {
 	return nil
 }
 
+// awaitClose waits for the close under way (closing) and returns its
+// outcome.
+func (f *file) awaitClose(ctx context.Context, closing chan struct{}) error {
+	select {
+	case <-closing:
+	case <-ctx.Done():
+		return fmt.Errorf("vfs: flush inode %d: waiting for its close: %w", f.ino, ctx.Err())
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closeErr
+}
+
 // close flushes and releases the writer.
 func (f *file) close(ctx context.Context) error {
 	mark := f.journalMark()
 	f.mu.Lock()
 	w := f.writer
 	f.writer = nil
+	closing := make(chan struct{})
+	f.closing = closing
 	f.mu.Unlock()
+	err := f.closeWriter(ctx, w, mark)
+	f.mu.Lock()
+	f.closeErr = err
+	f.mu.Unlock()
+	close(closing)
+	return err
+}
+
+// closeWriter is close's work on w.
+func (f *file) closeWriter(ctx context.Context, w *data.Writer, mark uint64) error {
 	if w == nil {
 		f.journalBarrier(mark)
 		return nil

@@ -82,6 +82,7 @@ type FS struct {
 
 	mu      sync.Mutex
 	files   map[meta.Ino]*file // inodes with open handles
+	closing map[*file]struct{} // files whose last handle is being released
 	handles map[Fh]*handle
 	dirs    map[Fh]*dirStream
 	nextFh  Fh
@@ -113,6 +114,7 @@ func New(engine meta.Engine, store *data.Store, cfg Config) *FS {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		files:   map[meta.Ino]*file{},
+		closing: map[*file]struct{}{},
 		handles: map[Fh]*handle{},
 		dirs:    map[Fh]*dirStream{},
 		stamps:  map[meta.Ino]stamp{},
@@ -162,12 +164,21 @@ func (fs *FS) Engine() meta.Engine { return fs.engine }
 
 // Sync flushes every open file's buffered writes, after waiting for
 // salvaged writes to commit (takeover.go). It is what an unmount calls
-// before the kernel lets go of the mount.
+// before the kernel lets go of the mount, and what a journal rotation
+// calls before it deletes the older segments (journal.Options.Sync):
+// every write acknowledged before the call is committed when it returns
+// nil. So it also waits for the files whose last handle is being
+// released (their close commits what they held) and takes the outcome
+// of their close as theirs: a file closed meanwhile has nothing left to
+// flush, which is no failure.
 func (fs *FS) Sync(ctx context.Context) error {
 	fs.settling.Wait()
 	fs.mu.Lock()
-	files := make([]*file, 0, len(fs.files))
+	files := make([]*file, 0, len(fs.files)+len(fs.closing))
 	for _, f := range fs.files {
+		files = append(files, f)
+	}
+	for f := range fs.closing {
 		files = append(files, f)
 	}
 	fs.mu.Unlock()

@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"context"
+	"io"
 	"sync"
 	"syscall"
 	"testing"
@@ -145,5 +146,68 @@ func TestRequestsJournaled(t *testing.T) {
 	}
 	if got := readAll(t, fs2, rd.Fh, 64); string(got) != "once" {
 		t.Fatalf("after the takeover the file holds %q", got)
+	}
+}
+
+// gatedStore holds every Put until open is closed, saying on entered
+// (once) that one waits.
+type gatedStore struct {
+	*memstore.Store
+	open    chan struct{}
+	entered chan struct{}
+	once    *sync.Once
+}
+
+func (g gatedStore) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	g.once.Do(func() { close(g.entered) })
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Store.Put(ctx, key, r, size)
+}
+
+// TestSyncWaitsForAFileBeingClosed: Sync is what a journal rotation runs
+// before it deletes the older segments, which may hold the only record of
+// a write the last release of a file is still committing. Sync must wait
+// for that close (and succeed with it), not return at once: the file has
+// already left the open files when its close starts.
+func TestSyncWaitsForAFileBeingClosed(t *testing.T) {
+	ctx := context.Background()
+	eng := kvmeta.New(memkv.New(), kvmeta.Options{})
+	if err := eng.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	g := gatedStore{Store: memstore.New(), open: make(chan struct{}), entered: make(chan struct{}), once: &sync.Once{}}
+	store := data.New(g, data.Config{BlockSize: 64 << 10})
+	t.Cleanup(func() { store.Close() })
+	fs := vfs.New(eng, store, vfs.Config{})
+	t.Cleanup(func() { _ = fs.Close(ctx) })
+	ino, fh := create(t, fs, "f")
+	if _, err := fs.Write(ctx, fh, 0, []byte("acknowledged")); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan error, 1)
+	go func() { released <- fs.Release(ctx, fh) }()
+	<-g.entered // the close is storing the write
+
+	synced := make(chan error, 1)
+	go func() { synced <- fs.Sync(ctx) }()
+	select {
+	case err := <-synced:
+		t.Fatalf("Sync returned (%v) while a file's close was still storing its write: a journal rotation would delete the write's only record", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(g.open)
+	if err := <-synced; err != nil {
+		t.Fatalf("Sync with a file closed meanwhile: %v", err)
+	}
+	if attr, err := eng.Getattr(ctx, ino); err != nil || attr.Length != uint64(len("acknowledged")) {
+		t.Fatalf("after Sync the engine has length %d (%v), want the write committed", attr.Length, err)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
 	}
 }

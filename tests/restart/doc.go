@@ -11,6 +11,12 @@
 // and the server together, the next mount applies the journal's
 // acknowledged writes; a successor holds the kernel connection once.
 //
+// The journal (journal_test.go): a rotation amid many closes neither fails
+// nor loses a write (the test hook SHOAL_TEST_JOURNAL_SEGMENT makes
+// segments small), and a mount made at once after an umount(8), while the
+// old server still closes (SHOAL_TEST_CLOSE_DELAY), keeps its journal and
+// control socket: the old mount removes only its own.
+//
 // A server killed between an operation and its reply (the test hook
 // SHOAL_TEST_KILL_BEFORE_REPLY, fusefs.KillBeforeReplyEnv) leaves the
 // kernel to resend a request that already happened: the successor answers
