@@ -45,6 +45,15 @@ import (
 // company costs what it did; Txns that arrive meanwhile queue for the
 // next group, so groups form exactly when Txns wait for one another.
 // Exclusive transactions and Views never join a group.
+//
+// Measured on the 2-core test machine (shared, load 20-30 at the time):
+// four goroutines creating files through kvmeta took 95 µs a create in
+// groups and 131 µs one by one (BenchmarkSQLiteParallelCreate, medians of
+// five interleaved runs; 81 against 130 µs for the bare kv shape,
+// BenchmarkSQLiteTxnParallel). Through a FUSE mount with four creators
+// the gain was lost in the noise: there about a quarter of the Txns found
+// the writer busy (groups of two or three), the rest of a create's time
+// being the kernel's, go-fuse's and the client's.
 
 // maxGroup bounds the members of one group: a member waits for the ones
 // before it to run.
