@@ -35,7 +35,11 @@ type Store interface {
 	// runs again from scratch, with backoff, a bounded number of times; if
 	// the backend stays unreachable past its retry bound, Txn returns an
 	// error wrapping meta.ErrUnavailable. fn must not keep tx after it
-	// returns and must have no side effects besides tx.
+	// returns and must have no side effects besides tx. What fn reads is
+	// known committed only once Txn returned nil: a store may run several
+	// Txns' fns one after another in one transaction (SQLite's group
+	// commit), each seeing the writes of those before it, which a failed
+	// commit then undoes (every fn runs again).
 	Txn(ctx context.Context, fn func(tx Tx) error) error
 	// View runs fn in a read-only transaction that sees one consistent
 	// snapshot. Writes through tx inside View are an error.

@@ -84,7 +84,8 @@ func (e *Engine) ReadChunk(ctx context.Context, ino meta.Ino, index uint32) ([]m
 // chunk returns a chunk's slice list (nil if never written) and remembers
 // its keys for setChunk and appendChunk. With the chunk cache on and the
 // inode's attr read, a list cached at the generation read is used instead
-// of the keys; a list read from the keys is cached (see chunkcache.go).
+// of the keys; a list read from the keys is cached (see chunkcache.go)
+// once the transaction has committed (readList says why).
 func (t *txn) chunk(ino meta.Ino, index uint32) ([]meta.Slice, error) {
 	return t.chunkList(ino, index, false)
 }
@@ -100,6 +101,10 @@ func (t *txn) chunkList(ino meta.Ino, index uint32, appendOnly bool) ([]meta.Sli
 	ref := chunkRef{ino, index}
 	_, known := t.attrs[ino]
 	cacheable := t.cache != nil && known && !t.bumped[ino]
+	if r, ok := t.readLists[ref]; ok && cacheable && r.gen == t.gens[ino] {
+		t.rememberKeys(ref, slices.Clone(r.keys))
+		return append(make([]meta.Slice, 0, len(r.list)+appendRoom), r.list...), nil
+	}
 	if cacheable {
 		if ss, keys, painted, claimed, ok := t.cache.get(ref, t.gens[ino], appendOnly); ok {
 			if claimed {
@@ -116,7 +121,10 @@ func (t *txn) chunkList(ino meta.Ino, index uint32, appendOnly bool) ([]meta.Sli
 	}
 	t.rememberKeys(ref, keys)
 	if cacheable {
-		t.cache.put(ref, t.gens[ino], slices.Clone(ss), slices.Clone(keys), nil)
+		if t.readLists == nil {
+			t.readLists = make(map[chunkRef]readList)
+		}
+		t.readLists[ref] = readList{t.gens[ino], slices.Clone(ss), slices.Clone(keys)}
 	}
 	return ss, nil
 }
@@ -202,6 +210,9 @@ func (t *txn) publishChunks() {
 	if t.cache == nil {
 		return
 	}
+	// First what it read: a read chunk of an inode whose other chunks
+	// it wrote moves to the new generation with the others (advance).
+	t.publishReads()
 	for ino := range t.dropped {
 		t.cache.forget(ino)
 	}

@@ -543,3 +543,108 @@ func TestNewFileChunkKnownEmpty(t *testing.T) {
 		}
 	}
 }
+
+// grouped runs its next Txn as a group commit that fails would: ahead
+// (another operation of the group) first, then fn, in one transaction
+// that is then rolled back (a COMMIT that failed), and the call fails.
+type grouped struct {
+	kv.Store
+	ahead atomic.Pointer[func(kv.Tx) error]
+}
+
+func (g *grouped) Txn(ctx context.Context, fn func(kv.Tx) error) error {
+	ahead := g.ahead.Swap(nil)
+	if ahead == nil {
+		return g.Store.Txn(ctx, fn)
+	}
+	return g.Store.Txn(ctx, func(tx kv.Tx) error {
+		if err := (*ahead)(tx); err != nil {
+			return err
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errInjected
+	})
+}
+
+func (g *grouped) Close() error { return nil }
+
+// inTx runs every transaction of an engine inside the transaction it is
+// given (nil: in the store's own).
+type inTx struct {
+	kv.Store
+	tx kv.Tx
+}
+
+func (s *inTx) Txn(ctx context.Context, fn func(kv.Tx) error) error {
+	if s.tx != nil {
+		return fn(s.tx)
+	}
+	return s.Store.Txn(ctx, fn)
+}
+
+func (s *inTx) View(ctx context.Context, fn func(kv.Tx) error) error {
+	if s.tx != nil {
+		return fn(s.tx)
+	}
+	return s.Store.View(ctx, fn)
+}
+
+func (s *inTx) Close() error { return nil }
+
+// TestChunkCacheUncommittedRead: a list a transaction read is cached only
+// once that transaction has committed. In a group commit an operation
+// runs after others in one transaction and so reads their writes; here
+// another client's append ahead of ours gave the file a new generation,
+// our append read the list at that generation, and the group's commit
+// failed. A third client then commits a different list at that same
+// generation: our engine must read that one, not the rolled-back list.
+// (Caught without the fix: the engine read the rolled-back record.)
+func TestChunkCacheUncommittedRead(t *testing.T) {
+	mem := memkv.New()
+	store := &grouped{Store: mem}
+	a, ctx := formatOn(t, store)
+	f := mkfile(t, a, ctx, "f")
+	slice := func(id meta.SliceID, pos uint32) meta.Slice {
+		return meta.Slice{ID: id, Size: 4096, Len: 4096, Pos: pos}
+	}
+	s1, s2, s3, s4 := slice(1001, 0), slice(1002, 8192), slice(1003, 16384), slice(1004, 24576)
+	if _, err := a.WriteChunk(ctx, f, 0, s1); err != nil {
+		t.Fatal(err)
+	}
+	other := &inTx{Store: mem}
+	b := New(other, Options{})
+	defer b.Close()
+	if _, err := b.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ahead := func(tx kv.Tx) error {
+		other.tx = tx
+		defer func() { other.tx = nil }()
+		_, err := b.WriteChunk(ctx, f, 0, s2)
+		return err
+	}
+	store.ahead.Store(&ahead)
+	if _, err := a.WriteChunk(ctx, f, 0, s4); !errors.Is(err, errInjected) {
+		t.Fatalf("the grouped append: %v, want the injected failure", err)
+	}
+	c := New(mem, Options{})
+	defer c.Close()
+	if _, err := c.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WriteChunk(ctx, f, 0, s3); err != nil {
+		t.Fatal(err)
+	}
+	want := []meta.Slice{s1, s3}
+	for name, e := range map[string]*Engine{"ours": a, "the writer's": c} {
+		got, err := e.ReadChunk(ctx, f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s engine reads %v, the keys hold %v", name, got, want)
+		}
+	}
+}

@@ -20,7 +20,10 @@ import (
 // whether the entry is the committed list, whichever client changed it.
 // After a commit, the chunks it wrote are cached at the new generation,
 // and the inode's other entries, valid at the generation the transaction
-// started from and untouched by it, move to the new one.
+// started from and untouched by it, move to the new one. A list a
+// transaction read from its keys is cached at the generation read, also
+// only after the commit (readList): what a transaction reads is
+// committed only once it commits.
 //
 // The deletion of a file's chunks (unlink, truncation) takes their lists
 // and keys from the cache too when it holds every chunk the length allows
@@ -185,5 +188,32 @@ func (c *chunkCache) evictOne() {
 			c.drop(chunkRef{ino, index})
 			return
 		}
+	}
+}
+
+// readList is a chunk's list as a transaction read it from its keys, at
+// the generation of the attributes it read, for the cache. It goes into
+// the cache only after the transaction committed (publishChunks,
+// publishReads), never while it runs: the values a transaction reads are
+// committed ones only once it commits. Until then they may be another
+// operation's uncommitted writes (an engine that commits several
+// operations together, as SQLite's group commit does, runs each after the
+// ones before it in one transaction), which a failed commit rolls back; a
+// list cached under the generation such a write gave would later be
+// served for whatever another commit writes at that same generation.
+type readList struct {
+	gen  uint64
+	list []meta.Slice
+	keys [][]byte
+}
+
+// publishReads caches the lists the transaction read, once it committed
+// (a View: once it ended without error).
+func (t *txn) publishReads() {
+	if t.cache == nil {
+		return
+	}
+	for ref, r := range t.readLists {
+		t.cache.put(ref, r.gen, r.list, r.keys, nil)
 	}
 }

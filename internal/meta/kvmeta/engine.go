@@ -159,6 +159,7 @@ type txn struct {
 	bumped    map[meta.Ino]bool         // chunks written: the generation goes up one
 	dropped   map[meta.Ino]bool         // inodes deleted: their cached chunks go
 	wrote     map[chunkRef][]meta.Slice // lists written, for the cache
+	readLists map[chunkRef]readList     // lists read, for the cache once committed
 	owned     map[chunkRef]bool         // lists of wrote that need no copy
 	claims    []claim                   // cached lists appended to in place
 	paintings map[chunkRef]*painting    // paintings of lists read or written, when known
@@ -251,11 +252,16 @@ func (e *Engine) viewAhead(ctx context.Context, f *kv.Follow, keys [][]byte, fn 
 // viewIn is view with the read-only kv transaction run by run.
 func (e *Engine) viewIn(ctx context.Context, run func(context.Context, func(kv.Tx) error) error, fn func(t *txn) error) error {
 	started := time.Now()
+	var done *txn
 	err := run(ctx, func(tx kv.Tx) error {
 		t := newTxn(ctx, tx)
 		e.useChunkCache(t)
+		done = t
 		return fn(t)
 	})
+	if err == nil && done != nil {
+		done.publishReads()
+	}
 	e.txns.view(time.Since(started))
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net/url"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,5 +148,50 @@ func BenchmarkPostgresCreateShapeSlowLink(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSQLiteTxnParallel is the shape of concurrent creates in one
+// directory (read the directory's attributes, write them, an entry and an
+// inode) from several goroutines, committed in groups or one by one.
+func BenchmarkSQLiteTxnParallel(b *testing.B) {
+	for _, grouped := range []bool{true, false} {
+		name := "alone"
+		if grouped {
+			name = "grouped"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := openSQLite(b).(*Store)
+			defer s.Close()
+			if !grouped {
+				s.group = nil
+			}
+			dir := []byte("Adir")
+			var seq atomic.Uint64
+			ctx := context.Background()
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := seq.Add(1)
+					err := s.Txn(ctx, func(tx kv.Tx) error {
+						if _, err := tx.Get(dir); err != nil {
+							return err
+						}
+						tx.Set(dir, binary.BigEndian.AppendUint64(make([]byte, 0, 100), n))
+						tx.Set(binary.BigEndian.AppendUint64([]byte("Ddir/"), n), make([]byte, 16))
+						tx.Set(binary.BigEndian.AppendUint64([]byte("I"), n), make([]byte, 90))
+						return nil
+					})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			if s.group != nil {
+				b.ReportMetric(float64(s.group.grouped.Load())/float64(b.N), "grouped/op")
+			}
+		})
 	}
 }

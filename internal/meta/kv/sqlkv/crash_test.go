@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 const crashEnv = "SHOAL_SQLKV_CRASH_DB"
 
 // TestSQLiteSurvivesKill9 runs a child process that commits numbered keys
-// and reports each commit on stdout, kills it with SIGKILL mid-stream, and
+// from several goroutines (so that commits are grouped, group.go) and
+// reports each commit on stdout, kills it with SIGKILL mid-stream, and
 // checks that every reported commit is in the database afterwards.
 func TestSQLiteSurvivesKill9(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "meta.db")
@@ -34,23 +36,24 @@ func TestSQLiteSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := bufio.NewScanner(out)
-	last := -1
+	var reported []int
 	deadline := time.Now().Add(30 * time.Second)
 	for lines.Scan() && time.Now().Before(deadline) {
 		n, ok := strings.CutPrefix(lines.Text(), "committed ")
 		if !ok {
 			continue
 		}
-		if last, err = strconv.Atoi(n); err != nil {
+		i, err := strconv.Atoi(n)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if last >= 300 {
+		if reported = append(reported, i); len(reported) > 1200 {
 			break
 		}
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	if last < 0 {
+	if len(reported) == 0 {
 		t.Fatal("child reported no commit")
 	}
 	s, err := Open(context.Background(), "sqlite://"+path)
@@ -58,9 +61,9 @@ func TestSQLiteSurvivesKill9(t *testing.T) {
 		t.Fatalf("reopen after kill -9: %v", err)
 	}
 	defer s.Close()
-	for i := 0; i <= last; i++ {
+	for _, i := range reported {
 		if v := mustGet(t, s, crashKey(i)); v == nil {
-			t.Fatalf("commit %d was reported but is gone after kill -9 (last reported %d)", i, last)
+			t.Fatalf("commit %d was reported but is gone after kill -9 (%d reported)", i, len(reported))
 		}
 	}
 }
@@ -78,14 +81,23 @@ func TestSQLiteCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; ; i++ {
-		err := s.Txn(context.Background(), func(tx kv.Tx) error {
-			tx.Set(crashKey(i), make([]byte, 512))
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Printf("committed %d\n", i)
+	const writers = 4
+	var mu sync.Mutex // one line at a time on stdout
+	for w := range writers {
+		go func() {
+			for i := w; ; i += writers {
+				err := s.Txn(context.Background(), func(tx kv.Tx) error {
+					tx.Set(crashKey(i), make([]byte, 512))
+					return nil
+				})
+				if err != nil {
+					panic(err)
+				}
+				mu.Lock()
+				fmt.Printf("committed %d\n", i)
+				mu.Unlock()
+			}
+		}()
 	}
+	select {}
 }

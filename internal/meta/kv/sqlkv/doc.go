@@ -75,7 +75,13 @@
 // conversions cost more than the query). Write transactions go through a
 // single connection and begin IMMEDIATE, so in-process writers queue for
 // it instead of spinning on SQLITE_BUSY, and two read-then-write
-// transactions cannot deadlock on the lock upgrade. Views use a separate
+// transactions cannot deadlock on the lock upgrade. Txns that queue
+// while another runs commit together (group.go): one transaction runs
+// each of them in turn in a savepoint of its own, and one COMMIT writes
+// every page they changed once; a member that fails is rolled back to its
+// savepoint and runs again alone, as does every member if the COMMIT
+// fails, so each Txn stays atomic and serializable (the members' order is
+// the serial order). Views use a separate
 // pool of query_only connections and run beside the writer (WAL readers
 // see the snapshot of their first read). Statements are prepared once per
 // connection. Other processes using the same file are handled by

@@ -24,7 +24,8 @@ import (
 // connection.
 //
 // One writer connection (Txn begins IMMEDIATE on it, so in-process writers
-// queue here instead of spinning on SQLITE_BUSY) and a few query-only
+// queue here instead of spinning on SQLITE_BUSY; those that queue behind
+// a running Txn commit as a group, group.go) and a few query-only
 // reader connections for View. Each connection keeps its prepared
 // statements. A checkpointer (checkpoint.go) keeps the WAL short and
 // syncs it, beside the writer.
@@ -43,8 +44,10 @@ type liteConn struct {
 	stmts  [numStmts]driver.Stmt
 	begin  driver.Stmt // BEGIN IMMEDIATE for the writer, BEGIN for readers
 	commit driver.Stmt
-	pool   chan *liteConn
-	ckpt   *checkpointer // the writer's: told of every commit
+	// groupStmts are the writer's savepoint statements (group.go).
+	groupStmts [numGroupStmts]driver.Stmt
+	pool       chan *liteConn
+	ckpt       *checkpointer // the writer's: told of every commit
 }
 
 // openLitePool opens the database file at path: the writer and the
@@ -77,6 +80,12 @@ func openLitePool(path, writeDSN, readDSN string, readers int) (*litePool, error
 	if _, err := w.c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", writerAutoCheckpoint), nil); err != nil {
 		_ = p.close()
 		return nil, err
+	}
+	for i, q := range groupQueries {
+		if w.groupStmts[i], err = w.c.Prepare(q); err != nil {
+			_ = p.close()
+			return nil, err
+		}
 	}
 	for range readers {
 		if _, err := open(readDSN, "BEGIN", p.readers); err != nil {
@@ -183,7 +192,7 @@ func (p *litePool) close() error {
 		errs = append(errs, p.ckpt.close())
 	}
 	for _, lc := range free {
-		for _, st := range append(lc.stmts[:], lc.begin, lc.commit) {
+		for _, st := range append(append(lc.stmts[:], lc.groupStmts[:]...), lc.begin, lc.commit) {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}

@@ -39,8 +39,9 @@ type Store struct {
 	pool         pool
 	retryTimeout time.Duration
 	closed       atomic.Bool
-	batching     bool     // the dialect buffers writes (batch.go)
-	guesses      *guesses // Txns guess reads (guess.go); nil: they do not
+	batching     bool       // the dialect buffers writes (batch.go)
+	guesses      *guesses   // Txns guess reads (guess.go); nil: they do not
+	group        *committer // Txns commit in groups (group.go); nil: they do not
 }
 
 var (
@@ -171,6 +172,9 @@ func (s *Store) init(ctx context.Context) error {
 	if s.batching && all[stmtGuard] != "" {
 		s.guesses = newGuesses()
 	}
+	if _, ok := s.pool.(*litePool); ok {
+		s.group = &committer{}
+	}
 	return nil
 }
 
@@ -186,6 +190,9 @@ var queries = [numStmts]string{
 
 // Txn implements kv.Store.
 func (s *Store) Txn(ctx context.Context, fn func(tx kv.Tx) error) error {
+	if s.group != nil {
+		return s.groupTxn(ctx, fn)
+	}
 	return s.txn(ctx, modeWrite, fn)
 }
 
