@@ -18,6 +18,14 @@
 //     one removes what it wrote; a crash may leave a part of the object
 //     under the key, which nothing references. A key that has an object
 //     takes the atomic path above.
+//   - A store a mount asked to KeepSpares (the data layer does) writes a
+//     small fresh Put over a spare file instead: a temporary file made
+//     and synced beforehand in the key's directory, fdatasynced with the
+//     Put's bytes beside its RENAME_NOREPLACE to the key and the
+//     directory's fsync; Put returns once both are done (spare.go). A
+//     crash leaves what an in-place Put may leave, or a spare; a key that
+//     has an object is replaced atomically. Stopping it removes the
+//     spares; a killed process leaves at most spareCount of them.
 //   - Temporary files are named ".shoal-tmp-<random>"; O_EXCL creation makes
 //     names unique, List never shows them, and keys may not contain a path
 //     segment starting with that prefix. RemoveStaleTemp deletes leftovers.

@@ -58,6 +58,12 @@ var testHookSynced func(path string)
 // exists, having read nothing from r, if the key has an object already.
 func (s *Store) putFresh(ctx context.Context, path string, r io.Reader, size int64) (exists bool, err error) {
 	dir := filepath.Dir(path)
+	if sp := s.spares.take(dir, size); sp != nil {
+		if f, err := openNoPoll(sp.path, unix.O_WRONLY, 0); err == nil {
+			return false, s.putSpare(ctx, sp, f, path, r, size)
+		}
+		// The spare is gone (RemoveStaleTemp?): in place, below.
+	}
 	f, err := s.create(dir, func() (*os.File, error) {
 		return openNoPoll(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	})
