@@ -12,9 +12,10 @@
 //     fsyncs of the file and its directory to the batch's Sync: until
 //     then a crash may also leave the new object incomplete.
 //   - A Put with object.WithFreshKey (data blocks) of a key with no object
-//     writes the object in place and returns once it is durable (the file
-//     fdatasynced, its directory fsynced beside it): no temporary file,
-//     no rename, one journal commit instead of two (fresh.go). A failed
+//     writes the object in place (or over a spare, below) and returns
+//     once it is durable (the file fdatasynced, its directory fsynced
+//     beside it): no temporary file, no rename, one journal commit
+//     instead of two (fresh.go). A failed
 //     one removes what it wrote; a crash may leave a part of the object
 //     under the key, which nothing references. A key that has an object
 //     takes the atomic path above.

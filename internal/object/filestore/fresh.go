@@ -46,6 +46,9 @@ import (
 // too), the Put takes the ordinary path, which replaces it atomically as
 // before, rather than write into a file someone might be reading.
 //
+// A small fresh Put of a store that keeps spares writes over a spare file
+// instead of creating one, with the same guarantees (spare.go).
+//
 // A Put with an object.SyncBatch is not durable on return anyway and keeps
 // the ordinary path (its objects are read by others before the batch's
 // sync: a backup's copies are atomic).
