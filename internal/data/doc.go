@@ -29,7 +29,7 @@
 // object under its key, unreferenced, which gc collects the same way. A
 // Store asks the backend beneath the wrappers to keep spare files for
 // such Puts, if it can (filestore: a small block is then written over a
-// file made and synced beforehand and renamed to its key, rather than
+// file made beforehand and renamed to its key, rather than
 // created); Close stops it.
 //
 // # Write path

@@ -21,9 +21,9 @@
 //     takes the atomic path above.
 //   - A store a mount asked to KeepSpares (the data layer does) writes a
 //     small fresh Put over a spare file instead: a temporary file made
-//     and synced beforehand in the key's directory, fdatasynced with the
-//     Put's bytes beside its RENAME_NOREPLACE to the key and the
-//     directory's fsync; Put returns once both are done (spare.go). A
+//     beforehand in the key's directory (its blocks allocated), then
+//     fdatasynced with the Put's bytes beside its RENAME_NOREPLACE to the
+//     key and the directory's fsync; Put returns once both are done (spare.go). A
 //     crash leaves what an in-place Put may leave, or a spare; a key that
 //     has an object is replaced atomically. Stopping it removes the
 //     spares; a killed process leaves at most spareCount of them.
