@@ -26,7 +26,11 @@
 // it before its Put returns, blocks are put with object.WithFreshKey: a
 // file store writes them in place (no temporary file and rename, one
 // journal commit fewer per fsync), and a crash mid-Put may leave a partial
-// object under its key, unreferenced, which gc collects the same way.
+// object under its key, unreferenced, which gc collects the same way. A
+// Store asks the backend beneath the wrappers to keep spare files for
+// such Puts, if it can (filestore: a small block is then written over a
+// file made beforehand and renamed to its key, rather than
+// created); Close stops it.
 //
 // # Write path
 //

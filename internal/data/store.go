@@ -114,6 +114,8 @@ type Store struct {
 	regMu   sync.Mutex
 	writers map[*Writer]struct{}
 
+	stopSpares func() // see keepSpares
+
 	counters counters
 }
 
@@ -140,7 +142,31 @@ func New(objects object.Store, cfg Config) *Store {
 		writers:     map[*Writer]struct{}{},
 	}
 	s.buf.init(cfg.BufferSize)
+	s.stopSpares = keepSpares(objects)
 	return s
+}
+
+// spareKeeper is a store that can keep spare files ready, so that a small
+// block's Put skips creating a file (filestore.Store.KeepSpares). Blocks
+// are put with object.WithFreshKey, which the spares serve.
+type spareKeeper interface {
+	KeepSpares() (stop func())
+}
+
+// keepSpares asks the store under objects' wrappers to keep spares, and
+// returns what stops it (a no-op for stores without them).
+func keepSpares(objects object.Store) func() {
+	for s := objects; s != nil; {
+		if k, ok := s.(spareKeeper); ok {
+			return k.KeepSpares()
+		}
+		u, ok := s.(object.Unwrapper)
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	return func() {}
 }
 
 // Close stops background uploads and fetches and waits for them. Data of
@@ -160,6 +186,7 @@ func (s *Store) Close() error {
 		w.stopTimer()
 	}
 	s.wg.Wait()
+	s.stopSpares()
 	return nil
 }
 

@@ -12,6 +12,8 @@
 //	corebench rss PID             the process's peak RSS, VmHWM (KiB)
 //	corebench stall FILE SECONDS  write 4 KiB + stat every ms; longest and p99 wait (ms)
 //	corebench fsync FILE N        N times append 4 KiB + fsync; p50 and p99 (ms)
+//	corebench fsyncs N FILE...    the same on several files, interleaved round by
+//	                                round; p50, p99 and p50 ratio to the first file
 //	corebench peers DIR           bench/peers.sh's tables from the results in DIR
 //	corebench report RESULTS      median table and verdicts from "target metric value" lines
 package main
@@ -31,7 +33,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: corebench meta|hugedir|write|read|rss|stall|fsync|peers|report ARGS (see the source)")
+		return fmt.Errorf("usage: corebench meta|hugedir|write|read|rss|stall|fsync|fsyncs|peers|report ARGS (see the source)")
 	}
 	num := func(i int) int {
 		if i >= len(args) {
@@ -57,6 +59,8 @@ func run(args []string) error {
 		return stall(args[1], num(2))
 	case "fsync":
 		return fsyncLatency(args[1], num(2))
+	case "fsyncs":
+		return fsyncCompare(num(1), args[2:])
 	case "peers":
 		return peers(args[1])
 	case "rss":

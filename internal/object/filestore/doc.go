@@ -12,12 +12,21 @@
 //     fsyncs of the file and its directory to the batch's Sync: until
 //     then a crash may also leave the new object incomplete.
 //   - A Put with object.WithFreshKey (data blocks) of a key with no object
-//     writes the object in place and returns once it is durable (the file
-//     fdatasynced, its directory fsynced beside it): no temporary file,
-//     no rename, one journal commit instead of two (fresh.go). A failed
+//     writes the object in place (or over a spare, below) and returns
+//     once it is durable (the file fdatasynced, its directory fsynced
+//     beside it): no temporary file, no rename, one journal commit
+//     instead of two (fresh.go). A failed
 //     one removes what it wrote; a crash may leave a part of the object
 //     under the key, which nothing references. A key that has an object
 //     takes the atomic path above.
+//   - A store a mount asked to KeepSpares (the data layer does) writes a
+//     small fresh Put over a spare file instead: a temporary file made
+//     beforehand in the key's directory (its blocks allocated), then
+//     fdatasynced with the Put's bytes beside its RENAME_NOREPLACE to the
+//     key and the directory's fsync; Put returns once both are done (spare.go). A
+//     crash leaves what an in-place Put may leave, or a spare; a key that
+//     has an object is replaced atomically. Stopping it removes the
+//     spares; a killed process leaves at most spareCount of them.
 //   - Temporary files are named ".shoal-tmp-<random>"; O_EXCL creation makes
 //     names unique, List never shows them, and keys may not contain a path
 //     segment starting with that prefix. RemoveStaleTemp deletes leftovers.

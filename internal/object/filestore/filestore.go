@@ -26,8 +26,9 @@ const tmpPrefix = ".shoal-tmp-"
 
 // Store keeps objects as files under a root directory.
 type Store struct {
-	root  string // absolute, cleaned
-	files openFiles
+	root   string // absolute, cleaned
+	files  openFiles
+	spares sparePool // see spare.go
 }
 
 var _ object.Store = (*Store)(nil)

@@ -46,6 +46,9 @@ import (
 // too), the Put takes the ordinary path, which replaces it atomically as
 // before, rather than write into a file someone might be reading.
 //
+// A small fresh Put of a store that keeps spares writes over a spare file
+// instead of creating one, with the same guarantees (spare.go).
+//
 // A Put with an object.SyncBatch is not durable on return anyway and keeps
 // the ordinary path (its objects are read by others before the batch's
 // sync: a backup's copies are atomic).
@@ -58,6 +61,12 @@ var testHookSynced func(path string)
 // exists, having read nothing from r, if the key has an object already.
 func (s *Store) putFresh(ctx context.Context, path string, r io.Reader, size int64) (exists bool, err error) {
 	dir := filepath.Dir(path)
+	if sp := s.spares.take(dir, size); sp != nil {
+		if f, err := openNoPoll(sp.path, unix.O_WRONLY, 0); err == nil {
+			return false, s.putSpare(ctx, sp, f, path, r, size)
+		}
+		// The spare is gone (RemoveStaleTemp?): in place, below.
+	}
 	f, err := s.create(dir, func() (*os.File, error) {
 		return openNoPoll(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	})
