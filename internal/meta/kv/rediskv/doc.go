@@ -79,6 +79,13 @@
 //     check (a page is too many keys to re-read every round): the next
 //     read round, if any, first WATCHes all of it and re-reads it, a
 //     change being a conflict, and goes on WATCHing as above.
+//     And in a View's first attempt that WATCHes nothing yet, a Scan of
+//     a prefix shorter than 9 bytes with a limit of at most 100,000 keys
+//     (the freed-slice listing) is one script (snap.go), which re-reads
+//     the checks and reads the whole Scan at one instant, WATCHing
+//     nothing: WATCHing it would cost Redis O(n²) (it compares each new
+//     WATCH with every one the connection holds). If fn then reads more
+//     from Redis, the attempt is a conflict and the next one WATCHes.
 //  3. Writes are buffered in the transaction (Get and Scan read them
 //     back, merged in key order) and nothing reaches Redis before commit.
 //  4. Commit: with nothing WATCHed, a transaction without writes (a View,

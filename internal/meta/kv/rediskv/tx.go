@@ -32,6 +32,8 @@ type tx struct {
 	seedable bool              // the first read round may take seeds (seeds.go)
 	seeded   []string          // Redis keys whose values came from seeds
 	cached   *meta.Cached      // a View's first round may come from the client-side cache
+	snapOK   bool              // a short Scan may be read whole by script (snap.go)
+	snapped  bool              // one was: any further read from Redis is a conflict
 	err      error
 }
 
@@ -165,6 +167,9 @@ func (t *tx) Prefetch(keys ...[]byte) error {
 // MGET: a check unchanged then stays so until EXEC, or EXEC refuses. An
 // Exclusive reads without either (its freeze holds the state still).
 func (t *tx) read(rkeys []string) ([][]byte, error) {
+	if err := t.afterSnap(); err != nil {
+		return nil, err
+	}
 	if t.token != "" {
 		var mget *redis.SliceCmd
 		if err := t.pipe(func(p redis.Pipeliner) { mget = p.MGet(t.ctx, rkeys...) }); err != nil {
@@ -296,6 +301,9 @@ func (t *tx) pipe(fn func(p redis.Pipeliner)) error {
 // WATCH them and re-read them, in the round trip of the Scan's first
 // commands (queued by fn); a changed value is a conflict.
 func (t *tx) watchChecks(fn func(p redis.Pipeliner)) error {
+	if err := t.afterSnap(); err != nil {
+		return err
+	}
 	if (len(t.checks) == 0 && !t.pendingAhead()) || t.token != "" {
 		return t.pipe(fn)
 	}
