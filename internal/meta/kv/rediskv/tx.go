@@ -31,6 +31,7 @@ type tx struct {
 	ahead    *aheadPage        // the page PrefetchScan read, if any
 	seedable bool              // the first read round may take seeds (seeds.go)
 	seeded   []string          // Redis keys whose values came from seeds
+	guessing bool              // a round of keys guessed absent need not be read (seeds.go)
 	cached   *meta.Cached      // a View's first round may come from the client-side cache
 	snapOK   bool              // a short Scan may be read whole by script (snap.go)
 	snapped  bool              // one was: any further read from Redis is a conflict
@@ -123,6 +124,9 @@ func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
 		return out, nil
 	}
 	vals, ok := t.seed(rkeys)
+	if !ok {
+		vals, ok = t.guess(rkeys)
+	}
 	if !ok {
 		var err error
 		if vals, err = t.read(rkeys); err != nil {

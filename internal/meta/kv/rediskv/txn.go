@@ -47,7 +47,7 @@ func (s *Store) attempt(ctx context.Context, readOnly, seedable, snapOK bool, ca
 		routing = []string{s.keys.route()} // picks the namespace's node
 	}
 	err := s.client.Watch(ctx, func(rtx *redis.Tx) error {
-		t := &tx{s: s, ctx: ctx, rtx: rtx, readOnly: readOnly, seedable: seedable, snapOK: snapOK, cached: cached, watched: map[string]bool{}}
+		t := &tx{s: s, ctx: ctx, rtx: rtx, readOnly: readOnly, seedable: seedable, guessing: seedable, snapOK: snapOK, cached: cached, watched: map[string]bool{}}
 		class, result = t.finish(fn(t))
 		if result != nil && len(t.seeded) > 0 {
 			s.seeds.drop(t.seeded)
