@@ -198,6 +198,25 @@ func CachedReads(s Store) int64 {
 	return 0
 }
 
+// AbsentGuesser is implemented by stores whose write transactions may
+// take values without reading them, because every value taken is
+// compared with the stored one before anything is written (Redis's
+// seeds: a stale value is a conflict, and the retry reads). GuessAbsent
+// names keys, by prefix, that are almost always absent: with nothing
+// better known, such a key is taken as absent. A wrong guess costs the
+// transaction one attempt, never its correctness. It is optional.
+type AbsentGuesser interface {
+	GuessAbsent(prefixes ...[]byte)
+}
+
+// GuessAbsent tells s which keys are almost always absent, where s can
+// use it.
+func GuessAbsent(s Store, prefixes ...[]byte) {
+	if g, ok := s.(AbsentGuesser); ok {
+		g.GuessAbsent(prefixes...)
+	}
+}
+
 // PointReader is implemented by stores that read one key cheaper outside
 // an explicit transaction: one statement instead of BEGIN, SELECT and
 // COMMIT (three cgo calls for SQLite; two round trips for PostgreSQL,

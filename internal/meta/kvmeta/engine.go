@@ -105,6 +105,10 @@ func New(store kv.Store, opts Options) *Engine {
 	// client, invalidated by its server, answers the kernel's timed
 	// caches from there (meta.Cached).
 	kv.CacheKeys(store, []byte{kindAttr}, []byte{kindDentry})
+	// A slice's reference count is stored only above 1 (refs.go): an
+	// unlink of a file with data, whose chunks this client knows, need
+	// not read its slices' counts before its commit compares them.
+	kv.GuessAbsent(store, []byte{kindRefs})
 	go e.flushLoop(opts.FlushInterval)
 	return e
 }

@@ -95,6 +95,9 @@ func (t *tx) PrefetchScan(s kv.ScanAhead, keys ...[]byte) error {
 	if !t.readOnly || t.watching || t.token != "" || t.ahead != nil || len(s.Prefix) < kv.ScanPrefixLen {
 		return t.Prefetch(keys...)
 	}
+	if err := t.afterSnap(); err != nil {
+		return err
+	}
 	if err := t.scanAhead(s, keys); err != nil {
 		return t.fail(err)
 	}

@@ -79,6 +79,13 @@
 //     check (a page is too many keys to re-read every round): the next
 //     read round, if any, first WATCHes all of it and re-reads it, a
 //     change being a conflict, and goes on WATCHing as above.
+//     And in a View's first attempt that WATCHes nothing yet, a Scan of
+//     a prefix shorter than 9 bytes with a limit of at most 100,000 keys
+//     (the freed-slice listing) is one script (snap.go), which re-reads
+//     the checks and reads the whole Scan at one instant, WATCHing
+//     nothing: WATCHing it would cost Redis O(n²) (it compares each new
+//     WATCH with every one the connection holds). If fn then reads more
+//     from Redis, the attempt is a conflict and the next one WATCHes.
 //  3. Writes are buffered in the transaction (Get and Scan read them
 //     back, merged in key order) and nothing reaches Redis before commit.
 //  4. Commit: with nothing WATCHed, a transaction without writes (a View,
@@ -107,7 +114,10 @@
 //     become checks like read values, so the commit script compares them,
 //     and a seeded Txn that ends without writes still runs it, to
 //     validate them before its outcome (an error such as EEXIST) is
-//     believed. A stale seed is a conflict, and the retry reads.
+//     believed. A stale seed is a conflict, and the retry reads. Keys
+//     kvmeta names almost always absent (kv.AbsentGuesser: slices'
+//     reference counts) are taken as absent the same way, in any read
+//     round of the first attempt that holds only them.
 //
 // Round trips, then: a View of point reads costs one per read round and
 // nothing to commit (kvmeta's Lookup: one, the directory's attributes,
@@ -117,7 +127,8 @@
 // names without attributes); a Txn of point reads
 // one per read round plus one (kvmeta's create and unlink: two), less
 // the first round when seeds cover it (a create or unlink after the
-// kernel's lookup of the name: one). A read of one key outside a
+// kernel's lookup of the name: one; also for a file with data, whose
+// slices' reference counts are guessed absent: kv.AbsentGuesser). A read of one key outside a
 // transaction (kv.PointReader: kvmeta's Getattr) is one GET on a pooled
 // connection, or none from the cache.
 //

@@ -54,6 +54,9 @@ func (t *tx) PrefetchFollow(f kv.Follow, keys ...[]byte) error {
 	if t.watching || t.token != "" || t.pendingAhead() || len(t.checks)+len(all)+1 > maxChecks {
 		return t.Prefetch(all...)
 	}
+	if err := t.afterSnap(); err != nil {
+		return err
+	}
 	rkeys := t.unread(keys)
 	rkeys = append(rkeys, t.s.keys.value(f.From)) // last: the one followed
 	if t.cachedFollow(f, rkeys) || t.seedFollow(f, rkeys) {

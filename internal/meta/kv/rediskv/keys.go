@@ -67,8 +67,13 @@ func dirMember(key []byte) string {
 // key and the fingerprint its value must still have; then "s", key, value
 // or "d", key per write. It writes nothing and returns -1 if the namespace
 // is frozen and the token is "", -2 if the freeze key does not hold the
-// token given, 0 if a check fails; else it writes and returns 1. A "d" set loses a prefix member only once the prefix's "z"
-// set is empty. KEYS[1] is the namespace's route key, naming the slot in
+// token given, 0 if a check fails; else it writes and returns 1.
+//
+// A "d" set holds a prefix member exactly while the prefix's "z" set is
+// not empty: it loses it only once the "z" set is empty, and a write
+// adds it only if the "z" set gained a member (one that did not is not
+// empty, so the member is there: an overwrite, most writes, skips a
+// ZADD). This script is the only writer of the sets. KEYS[1] is the namespace's route key, naming the slot in
 // Cluster mode.
 const commitScript = `
 local base = ARGV[1]
@@ -94,8 +99,11 @@ while i <= #ARGV do
   local zkey = base .. 'z' .. string.sub(k, 1, 9)
   if op == 's' then
     redis.call('SET', vkey, ARGV[i + 2])
-    if long then redis.call('ZADD', zkey, 0, string.sub(k, 10)) end
-    redis.call('ZADD', dkey, 0, string.sub(k, 2, 9))
+    if not long then
+      redis.call('ZADD', dkey, 0, string.sub(k, 2))
+    elseif redis.call('ZADD', zkey, 0, string.sub(k, 10)) == 1 then
+      redis.call('ZADD', dkey, 0, string.sub(k, 2, 9))
+    end
     i = i + 3
   else
     if redis.call('DEL', vkey) == 1 then

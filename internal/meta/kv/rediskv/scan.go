@@ -62,6 +62,10 @@ func (t *tx) Scan(prefix, after []byte, limit int, fn func(key, value []byte) bo
 		if rest != nil {
 			m.src = t.newSource(*rest)
 		}
+	} else if page, ok, err := t.snapScan(r, limit); err != nil {
+		return t.fail(err)
+	} else if ok {
+		m.page, m.srcDone = page, true // the whole Scan, by one script (snap.go)
 	} else {
 		m.src = t.newSource(r)
 	}

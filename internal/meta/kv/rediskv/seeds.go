@@ -2,6 +2,7 @@ package rediskv
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,8 +28,13 @@ import (
 //     commits nothing, and not a retry, which must make progress);
 //   - only its first read round, and only if every key of that round has
 //     a seed younger than seedAge, or a value in the client-side cache
-//     (track.go: Redis would have invalidated it had it changed): a round
-//     partly seeded reads them all;
+//     (track.go: Redis would have invalidated it had it changed), or is
+//     one kvmeta says is almost always absent (kv.AbsentGuesser: a
+//     slice's reference count, so that an unlink of a file with data
+//     after the kernel's lookup reads nothing; a clone's counts are
+//     guessed wrong, a conflict, and the retry reads): a round partly
+//     seeded reads them all; a later round of the first attempt whose keys
+//     are all guessed absent is not read either (tx.guess);
 //     a later read round re-reads the seeds with its own keys (tx.read),
 //     so fn sees one instant again from then on;
 //   - a seeded transaction that ends without writes (an error such as
@@ -120,6 +126,22 @@ func (t *tx) seed(rkeys []string) ([][]byte, bool) {
 	return t.useSeeds(rkeys, ss), true
 }
 
+// guess is a read round of a seedable transaction's first attempt, any
+// round, whose keys are all guessed absent (kv.AbsentGuesser): they
+// become checks, as seeds do, and nothing is read. (kvmeta's unlink reads
+// the slices' counts after the round of the entry, seeded.)
+func (t *tx) guess(rkeys []string) ([][]byte, bool) {
+	if !t.guessing || t.watching || t.token != "" || len(t.checks)+len(rkeys) > maxChecks {
+		return nil, false
+	}
+	for _, rk := range rkeys {
+		if !t.s.guessedAbsent(rk) {
+			return nil, false
+		}
+	}
+	return t.useSeeds(rkeys, make([]seed, len(rkeys))), true
+}
+
 // seedFollow is seed for PrefetchFollow: rkeys end with the key followed,
 // and the key its value names needs a seed too.
 func (t *tx) seedFollow(f kv.Follow, rkeys []string) bool {
@@ -146,7 +168,9 @@ func (t *tx) seedFollow(f kv.Follow, rkeys []string) bool {
 
 // seedsOf returns seeds for all of rkeys: those read or written lately,
 // else the values the client-side cache holds (track.go), which Redis
-// would have invalidated had they changed, whatever their age.
+// would have invalidated had they changed, whatever their age, else
+// absent for a key kvmeta says is almost always absent (GuessAbsent: a
+// slice's reference count, stored only above 1).
 func (t *tx) seedsOf(rkeys []string) ([]seed, bool) {
 	now := time.Now()
 	ss := make([]seed, len(rkeys))
@@ -156,12 +180,29 @@ func (t *tx) seedsOf(rkeys []string) ([]seed, bool) {
 		t.s.seeds.mu.Unlock()
 		if !ok {
 			if s, ok = t.s.track.seed(rk); !ok {
-				return nil, false
+				if !t.s.guessedAbsent(rk) {
+					return nil, false
+				}
+				s = seed{at: now}
 			}
 		}
 		ss[i] = s
 	}
 	return ss, true
+}
+
+// guessedAbsent says whether rk is under a prefix GuessAbsent named.
+func (s *Store) guessedAbsent(rk string) bool {
+	p := s.absent.Load()
+	if p == nil {
+		return false
+	}
+	for _, pre := range *p {
+		if strings.HasPrefix(rk, pre) {
+			return true
+		}
+	}
+	return false
 }
 
 // trySeed says whether a read round of n keys may come from seeds: the

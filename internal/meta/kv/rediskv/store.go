@@ -50,9 +50,10 @@ type Store struct {
 	retryTimeout time.Duration
 	freezeTTL    time.Duration // freezeTTL; tests shorten it
 	closed       atomic.Bool
-	seeds        seedCache // values lately read or written (seeds.go)
-	track        tracker   // the client-side cache (track.go)
-	noCache      bool      // the URL's cache=off
+	seeds        seedCache                // values lately read or written (seeds.go)
+	track        tracker                  // the client-side cache (track.go)
+	noCache      bool                     // the URL's cache=off
+	absent       atomic.Pointer[[]string] // Redis key prefixes guessed absent (seeds.go)
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -222,6 +223,18 @@ func (s *Store) CacheKeys(prefixes ...[]byte) {
 		p[i] = s.keys.value(pre)
 	}
 	s.track.prefixes.Store(&p)
+}
+
+var _ kv.AbsentGuesser = (*Store)(nil)
+
+// GuessAbsent implements kv.AbsentGuesser: a write transaction's first
+// read round may take keys under prefixes as absent (seeds.go).
+func (s *Store) GuessAbsent(prefixes ...[]byte) {
+	p := make([]string, len(prefixes))
+	for i, pre := range prefixes {
+		p[i] = s.keys.value(pre)
+	}
+	s.absent.Store(&p)
 }
 
 // CachedReads implements kv.Cacher.

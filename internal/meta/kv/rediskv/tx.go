@@ -31,7 +31,10 @@ type tx struct {
 	ahead    *aheadPage        // the page PrefetchScan read, if any
 	seedable bool              // the first read round may take seeds (seeds.go)
 	seeded   []string          // Redis keys whose values came from seeds
+	guessing bool              // a round of keys guessed absent need not be read (seeds.go)
 	cached   *meta.Cached      // a View's first round may come from the client-side cache
+	snapOK   bool              // a short Scan may be read whole by script (snap.go)
+	snapped  bool              // one was: any further read from Redis is a conflict
 	err      error
 }
 
@@ -122,6 +125,9 @@ func (t *tx) GetMany(keys [][]byte) ([][]byte, error) {
 	}
 	vals, ok := t.seed(rkeys)
 	if !ok {
+		vals, ok = t.guess(rkeys)
+	}
+	if !ok {
 		var err error
 		if vals, err = t.read(rkeys); err != nil {
 			return nil, t.fail(err)
@@ -165,6 +171,9 @@ func (t *tx) Prefetch(keys ...[]byte) error {
 // MGET: a check unchanged then stays so until EXEC, or EXEC refuses. An
 // Exclusive reads without either (its freeze holds the state still).
 func (t *tx) read(rkeys []string) ([][]byte, error) {
+	if err := t.afterSnap(); err != nil {
+		return nil, err
+	}
 	if t.token != "" {
 		var mget *redis.SliceCmd
 		if err := t.pipe(func(p redis.Pipeliner) { mget = p.MGet(t.ctx, rkeys...) }); err != nil {
@@ -296,6 +305,9 @@ func (t *tx) pipe(fn func(p redis.Pipeliner)) error {
 // WATCH them and re-read them, in the round trip of the Scan's first
 // commands (queued by fn); a changed value is a conflict.
 func (t *tx) watchChecks(fn func(p redis.Pipeliner)) error {
+	if err := t.afterSnap(); err != nil {
+		return err
+	}
 	if (len(t.checks) == 0 && !t.pendingAhead()) || t.token != "" {
 		return t.pipe(fn)
 	}

@@ -24,6 +24,7 @@ func (s *Store) txn(ctx context.Context, readOnly bool, fn func(kv.Tx) error) er
 	first := true
 	return kv.Retry(ctx, "rediskv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
 		seedable := first && !readOnly
+		snapOK := first && readOnly
 		var cached *meta.Cached
 		if first && readOnly {
 			if cached = meta.CachedOf(ctx); cached != nil && !s.track.ensure() {
@@ -31,21 +32,22 @@ func (s *Store) txn(ctx context.Context, readOnly bool, fn func(kv.Tx) error) er
 			}
 		}
 		first = false
-		return s.attempt(ctx, readOnly, seedable, cached, fn)
+		return s.attempt(ctx, readOnly, seedable, snapOK, cached, fn)
 	})
 }
 
 // attempt runs fn once and commits. A nil error means committed.
-// seedable: its first read round may take seeds (seeds.go); cached: a
+// seedable: its first read round may take seeds (seeds.go); snapOK: a
+// View's short Scan may be read whole by one script (snap.go); cached: a
 // View's first read round may come from the client-side cache (track.go).
-func (s *Store) attempt(ctx context.Context, readOnly, seedable bool, cached *meta.Cached, fn func(kv.Tx) error) (kv.Class, error) {
+func (s *Store) attempt(ctx context.Context, readOnly, seedable, snapOK bool, cached *meta.Cached, fn func(kv.Tx) error) (kv.Class, error) {
 	class, result := kv.Fatal, error(nil)
 	var routing []string
 	if s.cluster {
 		routing = []string{s.keys.route()} // picks the namespace's node
 	}
 	err := s.client.Watch(ctx, func(rtx *redis.Tx) error {
-		t := &tx{s: s, ctx: ctx, rtx: rtx, readOnly: readOnly, seedable: seedable, cached: cached, watched: map[string]bool{}}
+		t := &tx{s: s, ctx: ctx, rtx: rtx, readOnly: readOnly, seedable: seedable, guessing: seedable, snapOK: snapOK, cached: cached, watched: map[string]bool{}}
 		class, result = t.finish(fn(t))
 		if result != nil && len(t.seeded) > 0 {
 			s.seeds.drop(t.seeded)
