@@ -207,8 +207,9 @@ func (fs *FS) fill(ctx context.Context, d *dirStream, off uint64, plus bool) err
 
 // nextPage reads the page after d's window, and starts the read of the
 // one after it in the background, which the next call takes if it asks
-// for that page, nothing changed since that read began and it is young
-// enough: the kernel consumes one page while the engine reads the next.
+// for that page and, for a page with attributes, nothing changed since
+// that read began and it is young enough: the kernel consumes one page
+// while the engine reads the next.
 // After the first page of a listing, read with attributes and as long as
 // the kernel's buffer, the next is read without (the kernel's next
 // request, unless names are being looked up); after a later page read
@@ -228,7 +229,10 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 	if a := d.ahead; a != nil && a.after == after && a.size == size && a.plus == plus {
 		<-a.ready
 		r = a.read
-		if r.err != nil || r.gen != fs.changes.Load() || time.Since(r.at) >= d.reuse {
+		// A page of names only may be older: the kernel caches nothing of
+		// it, and a listing may or may not show what changed after it
+		// was opened (POSIX), which is after this read began.
+		if r.err != nil || plus && (r.gen != fs.changes.Load() || time.Since(r.at) >= d.reuse) {
 			r = fs.readPage(ctx, d.ino, after, size, plus)
 		}
 	} else {
