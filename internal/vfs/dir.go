@@ -205,11 +205,15 @@ func (fs *FS) fill(ctx context.Context, d *dirStream, off uint64, plus bool) err
 	return fs.nextPage(ctx, d, plus)
 }
 
-// nextPage reads the page after d's window. A page with attributes that
-// may serve later requests starts the read of the one after it in the
-// background, which the next call takes if nothing changed since that
-// read began and it is young enough: the kernel consumes one page while
-// the engine reads the next.
+// nextPage reads the page after d's window, and starts the read of the
+// one after it in the background, which the next call takes if it asks
+// for that page and, for a page with attributes, nothing changed since
+// that read began and it is young enough: the kernel consumes one page
+// while the engine reads the next.
+// After the first page of a listing, read with attributes and as long as
+// the kernel's buffer, the next is read without (the kernel's next
+// request, unless names are being looked up); after a later page read
+// that short, none is (the kernel asks for attributes page by page).
 func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 	after, size := d.before, listPage
 	if n := len(d.page); n > 0 {
@@ -225,7 +229,10 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 	if a := d.ahead; a != nil && a.after == after && a.size == size && a.plus == plus {
 		<-a.ready
 		r = a.read
-		if r.err != nil || r.gen != fs.changes.Load() || time.Since(r.at) >= d.reuse {
+		// A page of names only may be older: the kernel caches nothing of
+		// it, and a listing may or may not show what changed after it
+		// was opened (POSIX), which is after this read began.
+		if r.err != nil || plus && (r.gen != fs.changes.Load() || time.Since(r.at) >= d.reuse) {
 			r = fs.readPage(ctx, d.ino, after, size, plus)
 		}
 	} else {
@@ -242,14 +249,24 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 		return nil
 	}
 	fs.listings.add(d.ino, after, r, false)
-	if !(plus && d.small) && !d.done && len(r.page) > 0 {
-		a := &aheadPage{after: r.page[len(r.page)-1].Name, size: size, plus: plus, ready: make(chan struct{})}
-		d.ahead = a
-		go func() {
-			a.read = fs.readPage(ctx, d.ino, a.after, a.size, plus)
-			close(a.ready)
-		}()
+	if d.done || len(r.page) == 0 {
+		return nil
 	}
+	a := &aheadPage{after: r.page[len(r.page)-1].Name, size: size, plus: plus, ready: make(chan struct{})}
+	if plus && d.small {
+		if after != "" {
+			return nil // the kernel asks for attributes page by page
+		}
+		// The first page of a listing: the kernel asks for the names
+		// after it without attributes unless they are being looked up
+		// (READDIRPLUS_AUTO), so those are read meanwhile.
+		a.size, a.plus = listPage, false
+	}
+	d.ahead = a
+	go func() {
+		a.read = fs.readPage(ctx, d.ino, a.after, a.size, a.plus)
+		close(a.ready)
+	}()
 	return nil
 }
 

@@ -82,13 +82,15 @@
 //
 // An open directory is read a page at a time (8192 names, or 1000
 // entries with attributes), the next page in the background while the
-// kernel consumes one (dir.go). The
+// kernel consumes one (dir.go; after the first page, read with
+// attributes, the names after it, which the kernel asks for next). The
 // kernel asks for attributes with the first page and while listed names
 // are looked up (readdirplus); a page read with attributes answers its
 // later requests only while this mount completed no operation since it
 // was read (Changed) and for half the shorter cache timeout, since the
 // kernel would take older attributes as news. The lookups that follow a
-// listing are answered from what it read (listing.go): the first lookup of
+// listing are answered from what it read (listing.go, which keeps the
+// pages as read and finds a name by binary search): the first lookup of
 // a listed name reads the attributes of it and the 1000 names after it in
 // one engine read, the next ones take theirs from that read, under the
 // same rules plus one per inode (Refreshed: the kernel was told the inode

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -27,6 +28,17 @@ const listedFor = 30 * time.Second
 // it in one engine read (LookupListed), the next lookups take theirs from
 // that read.
 //
+// It keeps the pages as read, not an entry per name: a page is in name
+// order (the engine's key order), so a name is found by a binary search of
+// the newest page whose range holds it, and keeping a page of thousands of
+// names costs no more than keeping one (a cold listing of a big directory
+// went at the rate of filling a map with its names). A page's range is
+// the names after the one it was read after, up to its last; a page adds
+// to what a directory has unless it holds the whole range of an older
+// one, which it then replaces (a directory listed again and again keeps
+// one listing). A name in the range of a newer page that lacks it is not
+// found, even if an older page has it: it was gone at the newer read.
+//
 // An entry with attributes answers only what a readdirplus reply at its
 // read would have let the kernel cache: while it is younger than the
 // shorter cache timeout, with the kernel's timeouts shortened by its age,
@@ -37,9 +49,26 @@ const listedFor = 30 * time.Second
 // attributes are then not used (fresh), lest the kernel go back to them.
 type listingCache struct {
 	mu    sync.Mutex
-	dirs  map[meta.Ino]map[string]listed
-	fresh map[meta.Ino]time.Time // when the kernel was last told an inode afresh
-	n     int                    // entries in dirs and fresh
+	dirs  map[meta.Ino][]*listedPage // each directory's pages, oldest first
+	fresh map[meta.Ino]time.Time     // when the kernel was last told an inode afresh
+	n     int                        // entries in the pages and in fresh
+}
+
+// listedPage is one page of a listing, as read.
+type listedPage struct {
+	after string          // the page starts after this name ("": the first)
+	ents  []meta.DirEntry // in name order; attributes nil if read names only
+	ahead bool            // read by a lookup's read-ahead, not by the listing
+	gen   uint64          // FS.changes before the read
+	at    time.Time       // when the read began
+}
+
+// last is the name the page's range ends with.
+func (p *listedPage) last() string { return p.ents[len(p.ents)-1].Name }
+
+// covers reports whether name is in the page's range.
+func (p *listedPage) covers(name string) bool {
+	return name > p.after && name <= p.last()
 }
 
 // listed is one entry of a listing, as read.
@@ -53,30 +82,35 @@ type listed struct {
 }
 
 // add records a page of dir read after the name after, by a lookup's
-// read-ahead or by the listing.
+// read-ahead or by the listing. The page is kept as it is: its entries
+// must not change afterwards.
 func (c *listingCache) add(dir meta.Ino, after string, r readPage, ahead bool) {
+	if len(r.page) == 0 {
+		return
+	}
+	p := &listedPage{after: after, ents: r.page, ahead: ahead, gen: r.gen, at: r.at}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.room(len(r.page))
-	m := c.dirs[dir]
-	if m == nil {
-		m = make(map[string]listed, len(r.page)) // a listing's first page: sized once
-		c.dirs[dir] = m
-	}
-	for _, e := range r.page {
-		if _, ok := m[e.Name]; !ok {
-			c.n++
+	pages := c.dirs[dir]
+	kept := pages[:0]
+	for _, old := range pages {
+		if old.after >= p.after && old.last() <= p.last() {
+			c.n -= len(old.ents) // within the new page's range: replaced
+			continue
 		}
-		m[e.Name] = listed{ino: e.Ino, attr: e.Attr, after: after, ahead: ahead, gen: r.gen, at: r.at}
-		after = e.Name
+		kept = append(kept, old)
 	}
+	clear(pages[len(kept):])
+	c.dirs[dir] = append(kept, p)
+	c.n += len(r.page)
 }
 
 // room makes room for n more entries: past maxListed the cache starts
 // afresh (dropping the listings with the fresh marks is safe).
 func (c *listingCache) room(n int) {
 	if c.n+n > maxListed || c.dirs == nil {
-		c.dirs, c.fresh, c.n = map[meta.Ino]map[string]listed{}, map[meta.Ino]time.Time{}, 0
+		c.dirs, c.fresh, c.n = map[meta.Ino][]*listedPage{}, map[meta.Ino]time.Time{}, 0
 	}
 }
 
@@ -89,12 +123,29 @@ func (c *listingCache) newer(ino meta.Ino, at time.Time) bool {
 	return ok && !t.Before(at)
 }
 
-// get returns the listed entry dir/name.
+// get returns the listed entry dir/name, from the newest page whose range
+// holds name.
 func (c *listingCache) get(dir meta.Ino, name string) (listed, bool) {
 	c.mu.Lock()
-	l, ok := c.dirs[dir][name]
-	c.mu.Unlock()
-	return l, ok
+	defer c.mu.Unlock()
+	pages := c.dirs[dir]
+	for i := len(pages) - 1; i >= 0; i-- {
+		p := pages[i]
+		if !p.covers(name) {
+			continue
+		}
+		j := sort.Search(len(p.ents), func(j int) bool { return p.ents[j].Name >= name })
+		if j == len(p.ents) || p.ents[j].Name != name {
+			return listed{}, false
+		}
+		after := p.after
+		if j > 0 {
+			after = p.ents[j-1].Name
+		}
+		e := p.ents[j]
+		return listed{ino: e.Ino, attr: e.Attr, after: after, ahead: p.ahead, gen: p.gen, at: p.at}, true
+	}
+	return listed{}, false
 }
 
 // Refreshed records that the kernel is being told ino's attributes as the

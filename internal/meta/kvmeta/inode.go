@@ -147,17 +147,29 @@ func (e *Engine) Readdir(ctx context.Context, ino meta.Ino, after string, limit 
 			return err
 		}
 		var derr error
+		var names []byte // the page's names, made one string below
+		ends := make([]int, 0, min(max(limit, 0), 256))
 		err := t.tx.Scan(prefix, []byte(after), limit, func(key, value []byte) bool {
 			child, typ, err := decodeDentry(value)
 			if err != nil {
 				derr = err
 				return false
 			}
-			out = append(out, meta.DirEntry{Name: string(key[len(prefix):]), Ino: child, Type: typ})
+			names = append(names, key[len(prefix):]...)
+			ends = append(ends, len(names))
+			out = append(out, meta.DirEntry{Ino: child, Type: typ})
 			return true
 		})
-		if err != nil || derr != nil || !plus {
+		if err != nil || derr != nil {
 			return firstErr(err, derr)
+		}
+		// One allocation for the names of a page, not one a name.
+		joined, start := string(names), 0
+		for i, end := range ends {
+			out[i].Name, start = joined[start:end], end
+		}
+		if !plus {
+			return nil
 		}
 		return t.fillAttrs(out)
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -115,10 +116,12 @@ const aheadProbe = 256
 // aheadReply is what a page read found, all at one instant: the values
 // of the checks and point keys (pv), the members of the page, their
 // values and the values the values name (fvals, with FollowLen > 0),
-// each value a string where present.
+// each value a string where present; vkeys are the members' value keys
+// where the read built them (bigAhead), so that they are built once.
 type aheadReply struct {
 	pv, vals, fvals []any
 	members         []string
+	vkeys           []string
 }
 
 // scanAhead reads the page and keeps what it read: by aheadScript alone,
@@ -249,10 +252,7 @@ func (t *tx) bigAhead(a *aheadPage, rkeys []string) (*aheadReply, error) {
 		all = append(all, c.rkey)
 	}
 	all = append(all, rkeys...)
-	vprefix := t.s.keys.value(a.prefix[:kv.ScanPrefixLen])
-	for _, m := range members {
-		all = append(all, vprefix+m)
-	}
+	all = append(all, joinedKeys(t.s.keys.value(a.prefix[:kv.ScanPrefixLen]), members)...)
 	var mget *redis.SliceCmd
 	_, err = t.rtx.TxPipelined(t.ctx, func(p redis.Pipeliner) error {
 		if len(all) > 0 {
@@ -282,7 +282,31 @@ func (t *tx) bigAhead(a *aheadPage, rkeys []string) (*aheadReply, error) {
 	if err := t.compareChecks(vals); err != nil {
 		return nil, err
 	}
-	return &aheadReply{pv: vals[:np], members: members, vals: vals[np:]}, nil
+	return &aheadReply{pv: vals[:np], members: members, vals: vals[np:], vkeys: all[np:]}, nil
+}
+
+// joinedKeys returns prefix+m for each member m, all slices of one string
+// (one allocation for a page, not one a key).
+func joinedKeys(prefix string, members []string) []string {
+	size := 0
+	for _, m := range members {
+		size += len(prefix) + len(m)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, m := range members {
+		b.WriteString(prefix)
+		b.WriteString(m)
+	}
+	joined := b.String()
+	out := make([]string, len(members))
+	at := 0
+	for i, m := range members {
+		n := len(prefix) + len(m)
+		out[i] = joined[at : at+n]
+		at += n
+	}
+	return out
 }
 
 // keepAhead keeps the page read (rep) as t.ahead and the point keys' and
@@ -341,22 +365,26 @@ func (t *tx) keepAhead(a *aheadPage, s kv.ScanAhead, rkeys []string, rep *aheadR
 	}
 	a.done = len(rep.members) < a.count
 	t.ahead = a
-	t.dropCached(a.pairs, a.rkeys)
+	t.dropCached(a.pairs, rep.vkeys, a.rkeys)
 	return nil
 }
 
 // dropCached drops what a page read afresh from the client-side cache
 // (track.go): the kernel may be told these values, and the cache must
-// not go back to older ones.
-func (t *tx) dropCached(pairs []pair, rkeys []string) {
+// not go back to older ones. vkeys, if not nil, are the value keys of a
+// superset of pairs (built by the read already).
+func (t *tx) dropCached(pairs []pair, vkeys, rkeys []string) {
 	if !t.s.track.running.Load() {
 		return
 	}
-	drop := make([]string, 0, len(pairs)+len(rkeys))
-	for _, p := range pairs {
-		drop = append(drop, t.s.keys.value(p.k))
+	if vkeys == nil {
+		vkeys = make([]string, 0, len(pairs))
+		for _, p := range pairs {
+			vkeys = append(vkeys, t.s.keys.value(p.k))
+		}
 	}
-	t.s.track.drop(append(drop, rkeys...))
+	t.s.track.drop(vkeys)
+	t.s.track.drop(rkeys)
 }
 
 // replyValue reads one value of a script's reply: nil and false where
