@@ -102,7 +102,39 @@ func (c *cache) finish(key string, cl *call, fetch func() ([]byte, error)) {
 }
 
 // load returns key's block, fetching it once for all concurrent callers.
-func (c *cache) load(ctx context.Context, key string, fetch func() ([]byte, error), spawn func(func()) bool) ([]byte, error) {
+// A caller whose ctx can never end (Done is nil: a FUSE read) fetches in
+// its own goroutine when no load of key is in flight, as it would wait
+// for the whole fetch anyway: a goroutine hand-off per cold block costs a
+// wake-up on a busy machine. run tracks it like spawn does (false: the
+// Store is closed). Any other caller waits in a select, so that its
+// cancellation ends the wait while the load runs on for the others.
+func (c *cache) load(ctx context.Context, key string, fetch func() ([]byte, error), spawn, run func(func()) bool) ([]byte, error) {
+	if ctx.Done() == nil {
+		c.mu.Lock()
+		if e, ok := c.items[key]; ok {
+			c.lru.MoveToFront(e)
+			c.mu.Unlock()
+			return e.Value.(*cacheEntry).data, nil
+		}
+		cl, ok := c.calls[key]
+		if !ok {
+			cl = &call{done: make(chan struct{})}
+			c.calls[key] = cl
+		}
+		c.mu.Unlock()
+		if ok {
+			<-cl.done
+			return cl.data, cl.err
+		}
+		if !run(func() { c.finish(key, cl, fetch) }) {
+			c.mu.Lock()
+			delete(c.calls, key)
+			c.mu.Unlock()
+			cl.err = errStoreClosed
+			close(cl.done)
+		}
+		return cl.data, cl.err
+	}
 	cl, data := c.start(key, fetch, spawn)
 	if cl == nil {
 		return data, nil

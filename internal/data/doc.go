@@ -108,16 +108,20 @@
 // list they came from, so a fragmented chunk read piecewise is painted
 // once, not once per read (Resolve is O(n log n) in the list length).
 // Blocks come from a byte-bounded LRU shared by the Store, loaded
-// singleflight style (concurrent loads of a block share one Get). A
-// Reader that sees consecutive offsets fetches whole blocks and
+// singleflight style (concurrent loads of a block share one Get); a
+// reader that cannot be cancelled (a FUSE read) runs the Get itself
+// rather than hand it to a goroutine and wait, one wake-up less per cold
+// block. A Reader that sees consecutive offsets fetches whole blocks and
 // prefetches ahead of itself in the background, a window that ramps from
 // two blocks to ReadAhead as the run grows (into the next chunk too, when
-// the Reader was given a ListFunc to list it); a random reader reads only the bytes it needs with a
-// ranged Get, straight into the caller's buffer. A block of the wrong size
-// is ErrCorrupt (which is object.ErrCorrupt, so a checksum mismatch is
-// the same class), a missing one wraps object.ErrNotExist; the error
-// names the inode, file offset and key and is logged once. Wrong bytes
-// are never returned.
+// the Reader was given a ListFunc to list it); a random reader reads only
+// the bytes it needs with a ranged Get, straight into the caller's
+// buffer. Reader.Warm, called at open, lists chunk 0 and loads in the
+// background the blocks the file's first read will fetch whole anyway.
+// A block of the wrong size is ErrCorrupt (which is object.ErrCorrupt, so
+// a checksum mismatch is the same class), a missing one wraps
+// object.ErrNotExist; the error names the inode, file offset and key and
+// is logged once. Wrong bytes are never returned.
 //
 // Rejected for reads: recycling block buffers of the cache through a
 // pool. It would save zeroing and garbage, but a reader still copying

@@ -213,7 +213,7 @@ func (s *Store) readBlock(ctx context.Context, key string, size, bo int, dst []b
 	// reads; without a cache a sequential reader would fetch each block
 	// once per read.
 	if (whole || size <= smallBlock || len(dst)*4 >= size) && int64(size) <= s.cache.limit {
-		data, err := s.cache.load(ctx, key, func() ([]byte, error) { return s.getBlock(key, size) }, s.spawn)
+		data, err := s.cache.load(ctx, key, func() ([]byte, error) { return s.getBlock(key, size) }, s.spawn, s.run)
 		if err != nil {
 			return err
 		}
@@ -226,16 +226,35 @@ func (s *Store) readBlock(ctx context.Context, key string, size, bo int, dst []b
 // spawn runs f in a goroutine the Store waits for on Close. After Close
 // it runs nothing and returns false.
 func (s *Store) spawn(f func()) bool {
+	if !s.track() {
+		return false
+	}
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// run is spawn in the caller's goroutine: it returns once f has run.
+func (s *Store) run(f func()) bool {
+	if !s.track() {
+		return false
+	}
+	defer s.wg.Done()
+	f()
+	return true
+}
+
+// track counts a piece of work Close waits for (wg.Done when it ends),
+// unless the Store is closed.
+func (s *Store) track() bool {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
 		return false
 	}
 	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f()
-	}()
 	return true
 }
 
@@ -360,6 +379,52 @@ func (r *Reader) prefetchNext(list ListFunc, index, pos, n uint32) {
 		painted := r.paint.lookup(index, slices)
 		r.mu.Unlock()
 		r.s.prefetchRange(painted, pos, n)
+	})
+}
+
+// warmSpan is the start of a file that Warm prepares: the kernel's first
+// read of a file is its read-ahead window, 128 KiB by default.
+const warmSpan = 128 << 10
+
+// Warm prepares the first read of a file just opened, whose length is
+// length: in the background it lists chunk 0 and loads the blocks of
+// [0, min(length, warmSpan)) that such a read fetches whole anyway (small
+// blocks, or blocks the read covers a quarter of: readBlock's rule), so
+// that the read, which reaches the mount a few kernel round trips after
+// the open (a getattr in between), finds them loaded or loading. A large
+// block that the read would fetch by range is left alone: Warm never
+// fetches what the read would not. It costs the list and the blocks when
+// the file is opened but never read.
+func (r *Reader) Warm(list ListFunc, length uint64) {
+	n := uint32(min(length, warmSpan))
+	if n == 0 || r.s.cache.limit == 0 {
+		return
+	}
+	r.s.spawn(func() {
+		slices, err := list(r.s.ctx, 0)
+		if err != nil {
+			return // the read itself will report it
+		}
+		bs := r.s.cfg.BlockSize
+		for _, p := range meta.Resolve(slices, 0, n) {
+			if p.ID == 0 {
+				continue
+			}
+			for off, end := int(p.Off), int(p.Off+p.Len); off < end; {
+				bi := off / bs
+				size := BlockLen(bs, p.Size, bi)
+				if size <= off-bi*bs {
+					break // corrupt list: the read reports it
+				}
+				span := min(end, bi*bs+size) - off
+				key := BlockKey(p.ID, bi, size)
+				if (size <= smallBlock || span*4 >= size) && int64(size) <= r.s.cache.limit {
+					_, _ = r.s.cache.load(context.Background(), key,
+						func() ([]byte, error) { return r.s.getBlock(key, size) }, r.s.spawn, r.s.run)
+				}
+				off += span
+			}
+		}
 	})
 }
 

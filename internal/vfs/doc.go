@@ -15,13 +15,17 @@
 // mtime. Until then this mount overlays the pending length and mtime on the
 // engine's attributes, so its own stat(2) calls see its writes at once.
 //
-// A read first flushes the inode's dirty writer (reads are rare right
-// after writes on one inode thanks to the kernel page cache), then resolves
-// the chunk's slice list — cached per open inode and dropped on every
-// open(2), which is what makes other machines' closes visible — and reads
-// blocks through the data layer. Rejected alternative: overlaying buffered
-// bytes on reads; it duplicates the slice painter inside the writer for a
-// case the page cache already covers.
+// A read resolves the chunk's slice list — cached per open inode and
+// dropped on every open(2), which is what makes other machines' closes
+// visible — reads blocks through the data layer, and paints this mount's
+// unflushed writes over them (data.Reader.ReadThrough), so it never
+// flushes. Readers of one list share its engine read while it is in
+// flight (of the current generation: one begun after the last
+// invalidation). An open for reading of a file whose pages the kernel
+// does not keep starts that read for chunk 0 in the background and loads
+// the small blocks of its first 128 KiB (data.Reader.Warm): the kernel's
+// first read arrives a few round trips later and finds them loaded or
+// loading, instead of paying the list and a cold object read in a row.
 //
 // # Unlinked files
 //

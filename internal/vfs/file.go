@@ -28,6 +28,10 @@ type file struct {
 	// chunkGen counts invalidations of chunks, so that a list read from
 	// the engine before a commit is not cached after it.
 	chunkGen uint64
+	// loading holds the engine reads of chunk lists in flight, which
+	// readers of the same generation share (an open's warm-up and the
+	// read after it).
+	loading map[uint32]*chunkLoad
 	// attrs shares the engine reads of concurrent direct reads.
 	attrs attrRounds
 
@@ -259,26 +263,74 @@ func (f *file) closeWriter(ctx context.Context, w *data.Writer, mark uint64) err
 	return nil
 }
 
+// chunkLoad is one engine read of a chunk list, started in generation
+// gen.
+type chunkLoad struct {
+	gen  uint64
+	done chan struct{}
+	list []meta.Slice
+	err  error
+}
+
 // chunk returns the slice list of chunk index, cached until the next open
-// or own change.
+// or own change. A caller finding a read of the list in flight that began
+// in the current generation waits for it rather than read it again: it
+// began after every invalidation the caller knows of (a commit
+// invalidates before Pending drops its slices), so it is as fresh as a
+// read of the caller's own.
 func (f *file) chunk(ctx context.Context, index uint32) ([]meta.Slice, error) {
 	f.mu.Lock()
 	s, ok := f.chunks[index]
 	gen := f.chunkGen
-	f.mu.Unlock()
+	l := f.loading[index]
 	if ok {
+		f.mu.Unlock()
 		return s, nil
 	}
-	s, err := f.fs.engine.ReadChunk(ctx, f.ino, index)
-	if err != nil {
-		return nil, err
+	if l != nil && l.gen == gen {
+		f.mu.Unlock()
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if l.err == nil {
+			return l.list, nil
+		}
+		// Its context may have ended (a warm-up's, at unmount): read.
+		return f.fs.engine.ReadChunk(ctx, f.ino, index)
 	}
+	l = &chunkLoad{gen: gen, done: make(chan struct{})}
+	if f.loading == nil {
+		f.loading = map[uint32]*chunkLoad{}
+	}
+	f.loading[index] = l
+	f.mu.Unlock()
+	l.list, l.err = f.fs.engine.ReadChunk(ctx, f.ino, index)
 	f.mu.Lock()
-	if f.chunkGen == gen {
-		f.chunks[index] = s
+	if f.loading[index] == l {
+		delete(f.loading, index)
+	}
+	if l.err == nil && f.chunkGen == gen {
+		f.chunks[index] = l.list
 	}
 	f.mu.Unlock()
-	return s, nil
+	close(l.done)
+	return l.list, l.err
+}
+
+// warm starts loading, in the background, what the first read of handle
+// h, just opened on a file of the given length, will need: the list of
+// chunk 0 and its small blocks (data.Reader.Warm). Only for handles whose
+// reads come to this mount soon: readable, not O_DIRECT (whose first read
+// drops the lists) nor direct I/O, and not with the kernel's pages kept
+// (it may read nothing).
+func (fs *FS) warm(h *handle, attr meta.Attr) {
+	if attr.Type != meta.TypeFile || attr.Length == 0 || h.flags&syscall.O_ACCMODE == syscall.O_WRONLY ||
+		h.direct || h.res.KeepCache || h.res.DirectIO {
+		return
+	}
+	h.reader.Warm(h.file.chunk, attr.Length)
 }
 
 // forgetChunks drops cached slice lists (all of them when all is set,

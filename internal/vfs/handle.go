@@ -154,6 +154,7 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 	if j != nil { // before the kernel learns the handle
 		fs.noteJournal(j.Open(uint64(h.fh), h.journaled()))
 	}
+	fs.warm(h, attr)
 	return h.res, attr, nil
 }
 

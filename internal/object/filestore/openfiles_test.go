@@ -101,8 +101,8 @@ func TestKeptFilesBounded(t *testing.T) {
 	}
 	for round := range 2 {
 		for i := range n {
-			b, err := getRange(t, s, fmt.Sprintf("o/%d", i), 0, 100)
-			if err != nil || string(b) != fmt.Sprintf("object %d", i) {
+			b, err := getRange(t, s, fmt.Sprintf("o/%d", i), 1, 100)
+			if err != nil || string(b) != fmt.Sprintf("object %d", i)[1:] {
 				t.Fatalf("round %d object %d = %q, %v", round, i, b, err)
 			}
 		}
@@ -115,6 +115,32 @@ func TestKeptFilesBounded(t *testing.T) {
 	}
 	if l := keptLimit(); l < 16 || l > maxOpenFiles {
 		t.Fatalf("keptLimit() = %d", l)
+	}
+}
+
+// TestWholeReadsNotKept: a Get of a whole small object reads it and
+// leaves no descriptor open; a ranged Get of part of it keeps one.
+func TestWholeReadsNotKept(t *testing.T) {
+	s := newStore(t)
+	put(t, s, "o/1", []byte("a whole object"))
+	kept := func() int {
+		s.files.mu.Lock()
+		defer s.files.mu.Unlock()
+		return len(s.files.m)
+	}
+	for _, limit := range []int64{14, 15, 100} {
+		if b, err := getRange(t, s, "o/1", 0, limit); err != nil || string(b) != "a whole object" {
+			t.Fatalf("whole Get with limit %d = %q, %v", limit, b, err)
+		}
+	}
+	if n := kept(); n != 0 {
+		t.Fatalf("%d descriptors kept after whole reads; want none", n)
+	}
+	if b, err := getRange(t, s, "o/1", 2, 5); err != nil || string(b) != "whole" {
+		t.Fatalf("ranged Get = %q, %v", b, err)
+	}
+	if n := kept(); n != 1 {
+		t.Fatalf("%d descriptors kept after a ranged read; want 1", n)
 	}
 }
 
