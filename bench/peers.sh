@@ -51,7 +51,10 @@
 #   JFS_REDIS_DB (15)    the Redis database JuiceFS uses (emptied at start if
 #                        it holds nothing but this benchmark's volume)
 #   BENCH_DIR            work dir (default /var/tmp/shoal-peers); its
-#                        results/ holds the JSON and the tables afterwards
+#                        results/ holds the JSON and the tables afterwards.
+#                        The run owns it: it unmounts every FUSE mount
+#                        under it and replaces its bin/ and target
+#                        directories, so keep nothing else there
 #   JUICEFS_BIN          use this juicefs binary instead of building v1.4.1
 #                        (cached in /var/cache/shoal/bin)
 #   KEEP=1               keep the volumes' data
