@@ -130,14 +130,14 @@ func TestTableAndProgress(t *testing.T) {
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
-	for _, want := range []string{"mass —", "hugedir —", "create empty", "readdir", "ops/s"} {
+	for _, want := range []string{"mass —", "hugedir —", "create empty", "rename empty", "readdir", "ops/s"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, res.Stdout)
 		}
 	}
 	// Off a terminal, --progress prints one line per finished phase.
-	if n := strings.Count(res.Stderr, "100%"); n != 6+4 {
-		t.Errorf("%d finished phase lines, want 10:\n%s", n, res.Stderr)
+	if n := strings.Count(res.Stderr, "100%"); n != 7+4 {
+		t.Errorf("%d finished phase lines, want 11:\n%s", n, res.Stderr)
 	}
 	assertEmpty(t, d[0])
 }
