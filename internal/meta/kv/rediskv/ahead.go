@@ -19,6 +19,18 @@ const maxAheadPage = 8192
 // has a bound of a few thousand).
 const aheadChunk = 1000
 
+// luaMget is the scripts' mget(keys): MGET in parts of 1,000 keys, so
+// that unpack stays within Lua's stack limit.
+const luaMget = `local function mget(keys)
+  local out = {}
+  for s = 1, #keys, 1000 do
+    local part = redis.call('MGET', unpack(keys, s, math.min(s + 999, #keys)))
+    for _, v in ipairs(part) do out[#out + 1] = v end
+  end
+  return out
+end
+`
+
 // aheadScript reads, at one instant (a script runs alone), the point keys,
 // up to count members of a "z" set in [min, max], the values of those
 // members' keys and, if flen > 0, the key each value names: fprefix .. the
@@ -31,15 +43,7 @@ local n = tonumber(ARGV[2])
 local i = 3 + n
 local zkey, mn, mx, cnt = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
 local vprefix, fprefix, off, flen = ARGV[i + 4], ARGV[i + 5], tonumber(ARGV[i + 6]), tonumber(ARGV[i + 7])
-local function mget(keys)
-  local out = {}
-  for s = 1, #keys, 1000 do
-    local part = redis.call('MGET', unpack(keys, s, math.min(s + 999, #keys)))
-    for _, v in ipairs(part) do out[#out + 1] = v end
-  end
-  return out
-end
-local pts = {}
+` + luaMget + `local pts = {}
 for j = 1, n do pts[j] = ARGV[2 + j] end
 local pv = mget(pts)
 local members = redis.call('ZRANGEBYLEX', zkey, mn, mx, 'LIMIT', 0, cnt)

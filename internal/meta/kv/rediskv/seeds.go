@@ -192,8 +192,11 @@ func (t *tx) seedsOf(rkeys []string) ([]seed, bool) {
 }
 
 // guessedAbsent says whether rk is under a prefix GuessAbsent named.
-func (s *Store) guessedAbsent(rk string) bool {
-	p := s.absent.Load()
+func (s *Store) guessedAbsent(rk string) bool { return underAny(s.absent.Load(), rk) }
+
+// underAny says whether rk begins with one of the prefixes *p (none if p
+// is nil).
+func underAny(p *[]string, rk string) bool {
 	if p == nil {
 		return false
 	}

@@ -51,15 +51,7 @@ local i = 3 + nc
 local first, last = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
 local dmin, dmax, lo9, zmin = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
 local limit = tonumber(ARGV[i + 6])
-local function mget(keys)
-  local out = {}
-  for s = 1, #keys, 1000 do
-    local part = redis.call('MGET', unpack(keys, s, math.min(s + 999, #keys)))
-    for _, v in ipairs(part) do out[#out + 1] = v end
-  end
-  return out
-end
-local ck = {}
+` + luaMget + `local ck = {}
 for j = 1, nc do ck[j] = ARGV[2 + j] end
 local cv = mget(ck)
 local keys = {}

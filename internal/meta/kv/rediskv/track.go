@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,18 +124,7 @@ func (tr *tracker) slot(rk string) int {
 }
 
 // tracks says whether rk is under a cached prefix.
-func (tr *tracker) tracks(rk string) bool {
-	p := tr.prefixes.Load()
-	if p == nil {
-		return false
-	}
-	for _, pre := range *p {
-		if strings.HasPrefix(rk, pre) {
-			return true
-		}
-	}
-	return false
-}
+func (tr *tracker) tracks(rk string) bool { return underAny(tr.prefixes.Load(), rk) }
 
 // ensure starts tracking, once, if keys were named and the store can.
 func (tr *tracker) ensure() bool {
