@@ -32,6 +32,21 @@ func TestConformanceSpares(t *testing.T) {
 	objecttest.Run(t, func(t *testing.T) object.Store { return freshStore{spareStore(t)} })
 }
 
+// readySpares returns a spare-keeping store whose pool is full for
+// directory "d" (two small fresh Puts there started it), and the fresh-key
+// context of such Puts.
+func readySpares(t *testing.T) (*Store, context.Context) {
+	s := spareStore(t)
+	ctx := object.WithFreshKey(context.Background())
+	for _, k := range []string{"d/1", "d/2"} {
+		if err := s.Put(ctx, k, strings.NewReader("x"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitSpares(t, s, spareCount)
+	return s, ctx
+}
+
 // waitSpares waits until the pool has n spares.
 func waitSpares(t *testing.T, s *Store, n int) {
 	t.Helper()
@@ -98,14 +113,7 @@ func TestSparePuts(t *testing.T) {
 // as the ordinary path does, and a descriptor of the old object keeps
 // reading the old bytes.
 func TestSpareExistingKey(t *testing.T) {
-	s := spareStore(t)
-	ctx := object.WithFreshKey(context.Background())
-	for _, k := range []string{"d/1", "d/2"} {
-		if err := s.Put(ctx, k, strings.NewReader("x"), 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitSpares(t, s, spareCount)
+	s, ctx := readySpares(t)
 	if err := s.Put(context.Background(), "d/old", strings.NewReader("old"), 3); err != nil {
 		t.Fatal(err)
 	}
@@ -134,14 +142,7 @@ func TestSpareExistingKey(t *testing.T) {
 // TestSpareFailedPut checks that a small fresh Put that fails on a spare
 // leaves nothing under its key and uses up the spare.
 func TestSpareFailedPut(t *testing.T) {
-	s := spareStore(t)
-	ctx := object.WithFreshKey(context.Background())
-	for _, k := range []string{"d/1", "d/2"} {
-		if err := s.Put(ctx, k, strings.NewReader("x"), 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitSpares(t, s, spareCount)
+	s, ctx := readySpares(t)
 	if err := s.Put(ctx, "d/short", bytes.NewReader([]byte("short")), 100); err == nil {
 		t.Error("short fresh Put succeeded")
 	}
