@@ -89,17 +89,7 @@ func TestSeededWriteOneRoundTrip(t *testing.T) {
 // the older values, with writes or without (an error), must not stand:
 // it runs again on the current ones.
 func TestStaleSeedsRetried(t *testing.T) {
-	url := redisNamespaceURL(t)
-	a, err := Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoStores(t)
 	ctx := context.Background()
 	// create: EEXIST if the name exists, else write it.
 	create := func(name string) (runs int, err error) {
@@ -148,4 +138,19 @@ func TestStaleSeedsRetried(t *testing.T) {
 			t.Fatalf("value %q, %v; want 5x", got, err)
 		}
 	})
+}
+
+// twoStores opens two Stores (two clients) on one fresh namespace, closed
+// when the test ends.
+func twoStores(t *testing.T) (a, b kv.Store) {
+	url := redisNamespaceURL(t)
+	for _, s := range []*kv.Store{&a, &b} {
+		st, err := Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		*s = st
+	}
+	return a, b
 }

@@ -127,22 +127,12 @@ func head(ps []kvPair) []kvPair { return ps[:min(3, len(ps))] }
 // Scan runs again on the WATCHed path, so that the Scan and the later
 // read are of one state even when another client writes in between.
 func TestShortScanViewThenRead(t *testing.T) {
-	url := redisNamespaceURL(t)
-	a, err := Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoStores(t)
 	shortKeys(t, a, 20)
 	first := binary.BigEndian.AppendUint64([]byte("L"), 1)
 	attempts := 0
 	var scanned, read []byte
-	err = a.View(context.Background(), func(tx kv.Tx) error {
+	err := a.View(context.Background(), func(tx kv.Tx) error {
 		attempts++
 		scanned = nil
 		err := tx.Scan([]byte("L"), nil, 100, func(k, v []byte) bool {
