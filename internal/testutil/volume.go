@@ -105,16 +105,26 @@ func removeAll(t testing.TB, dir string) {
 	}
 }
 
-// ObjectFiles lists the regular files in the volume's bucket directory,
-// relative to it (object keys for the file store), in walk order.
+// FileStoreTempPrefix starts the names of the file store's temporary
+// files (the filestore package checks that it matches its own). They are
+// not objects: a mount's spare files come and go while it runs.
+const FileStoreTempPrefix = ".shoal-tmp-"
+
+// ObjectFiles lists the objects in the volume's bucket directory: the
+// regular files, relative to it (object keys for the file store), in walk
+// order, leaving out the store's temporary files. Files that vanish
+// during the walk are left out too.
 func (v *Volume) ObjectFiles(t testing.TB) []string {
 	t.Helper()
 	var keys []string
 	err := filepath.WalkDir(v.Bucket, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
+			if os.IsNotExist(err) && p != v.Bucket {
+				return nil
+			}
 			return err
 		}
-		if d.Type().IsRegular() {
+		if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), FileStoreTempPrefix) {
 			rel, _ := filepath.Rel(v.Bucket, p)
 			keys = append(keys, rel)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"shoal/internal/object"
 	"shoal/internal/object/objecttest"
+	"shoal/internal/testutil"
 )
 
 func TestConformance(t *testing.T) {
@@ -278,5 +279,13 @@ func TestDirectWriteSizes(t *testing.T) {
 				t.Fatalf("%s: put of %d bytes claiming %d succeeded", root, n, n+1)
 			}
 		}
+	}
+}
+
+// TestTempPrefixKnownToTests: the mounted tests count objects by walking
+// the bucket and must leave temporary files out by the same prefix.
+func TestTempPrefixKnownToTests(t *testing.T) {
+	if tmpPrefix != testutil.FileStoreTempPrefix {
+		t.Fatalf("tmpPrefix %q, testutil.FileStoreTempPrefix %q", tmpPrefix, testutil.FileStoreTempPrefix)
 	}
 }
