@@ -60,7 +60,10 @@
 #   KEEP=1               keep the volumes' data
 #   BENCH_NAME (peers)   names of the schemas, namespaces and databases it
 #                        makes: give each of two runs at once its own, with
-#                        its own BENCH_DIR and JFS_REDIS_DB
+#                        its own BENCH_DIR and JFS_REDIS_DB; only one of
+#                        them may measure MooseFS (its network namespace,
+#                        shoal-peers, has a fixed name, and a run without
+#                        MooseFS among its targets leaves it alone)
 # It starts PostgreSQL and Redis (scripts/services.sh) if needed and leaves
 # them running; installs MooseFS with apt and builds JuiceFS (minutes, once)
 # if missing. A peer that cannot be installed, built or mounted is reported
@@ -90,6 +93,7 @@ RES=$WORK/results
 CACHE=/var/cache/shoal/bin
 NAME=${BENCH_NAME:-peers} # Shoal's Redis namespace and PostgreSQL schema; JuiceFS's database is jfs_peers
 NETNS=shoal-peers
+MFS_OWNED=0 # this run set up (and so tears down) the MooseFS namespace
 VETH_HOST=shoalpeers0 VETH_NS=shoalpeers1
 HOST_IP=10.250.0.1 NS_IP=10.250.0.2
 TARGETS=(local shoal-sqlite shoal-redis shoal-pg jfs-redis jfs-pg moosefs)
@@ -369,7 +373,7 @@ cleanup() {
 	trap - INT TERM EXIT
 	log "cleaning up"
 	umount_all
-	stop_moosefs
+	[ "$MFS_OWNED" = 0 ] || stop_moosefs
 	[ -z "${PSQL:-}" ] || reset_engines
 	[ "${KEEP:-0}" = 1 ] || for t in "${TARGETS[@]}"; do rm -rf "${WORK:?}/$t"; done
 	rm -rf "$WORK/bin"
@@ -378,7 +382,6 @@ cleanup() {
 setup() {
 	local t
 	umount_all # a previous run's, if it was killed
-	stop_moosefs
 	reset_engines
 	for t in "${TARGETS[@]}"; do rm -rf "${WORK:?}/$t"; done
 	for t in "${TARGETS[@]}"; do STATUS[$t]=ok; done
@@ -386,6 +389,12 @@ setup() {
 		for t in "${TARGETS[@]}"; do
 			[[ " $ONLY " == *" $t "* ]] || skip "$t" "not in ONLY"
 		done
+	fi
+	# The network namespace has one fixed name: a run that measures no
+	# MooseFS leaves it (and another run's MooseFS in it) alone.
+	if ok moosefs; then
+		MFS_OWNED=1
+		stop_moosefs # a previous run's, if it was killed
 	fi
 	if [ "$SKIP_PEERS" = 1 ]; then
 		for t in jfs-redis jfs-pg moosefs; do skip "$t" "SKIP_PEERS=1"; done
