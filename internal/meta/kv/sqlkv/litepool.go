@@ -221,16 +221,17 @@ func (lc *liteConn) query(i int, args []any, fn func(cols [][]byte) error) error
 	}
 	defer rows.Close()
 	dest := make([]driver.Value, len(rows.Columns()))
+	cols := make([][]byte, len(dest)) // reused: fn keeps values, not cols
 	for {
 		if err := rows.Next(dest); err == io.EOF {
 			return nil
 		} else if err != nil {
 			return err
 		}
-		cols := make([][]byte, len(dest))
 		for j, v := range dest {
 			switch v := v.(type) {
 			case nil:
+				cols[j] = nil
 			case []byte:
 				cols[j] = v // the driver copied it out of SQLite
 			case string:
