@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -49,6 +50,7 @@ type aheadPage struct {
 	after string        // the page starts after this name
 	size  int           // entries asked for
 	plus  bool          // with attributes
+	kept  bool          // kept across a page with attributes read meanwhile
 	ready chan struct{} // closed when the fields below are set
 	read  readPage
 }
@@ -109,7 +111,8 @@ func (fs *FS) Changed() { fs.changes.Add(1) }
 // Readdir lists entries from offset off, calling add with each entry, the
 // offset after it and when its attributes were read, until add returns
 // false. With plus > 0, entries carry attributes, read about plus at a
-// time (how many the kernel's buffer holds).
+// time (how many the kernel's buffer holds); no page is read for a
+// request that has had that many.
 //
 // Attributes read for an earlier request may answer this one only while
 // they are younger than reuse and this mount completed no operation since
@@ -153,7 +156,13 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, reuse t
 		}
 		off = 2
 	}
-	for {
+	for sent := 0; ; {
+		if plus && sent >= plusN {
+			// About what the kernel's buffer holds: reading the next page
+			// for the few bytes left would cost an engine read (and drop
+			// the names read ahead) for entries the reply has no room for.
+			return nil
+		}
 		if err := fs.fill(ctx, d, off, plus); err != nil {
 			return err
 		}
@@ -173,7 +182,7 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, reuse t
 			if !add(e, d.start+i+1, d.readAt) {
 				return nil
 			}
-			off = d.start + i + 1
+			off, sent = d.start+i+1, sent+1
 		}
 	}
 }
@@ -214,6 +223,10 @@ func (fs *FS) fill(ctx context.Context, d *dirStream, off uint64, plus bool) err
 // the kernel's buffer, the next is read without (the kernel's next
 // request, unless names are being looked up); after a later page read
 // that short, none is (the kernel asks for attributes page by page).
+// Names read ahead also serve a request for the names after any of them
+// (namesAfter), and stay across one page with attributes read meanwhile
+// (a lookup made the kernel ask for attributes once more): the plain
+// requests after it take the rest of them, so no name is read twice.
 func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 	after, size := d.before, listPage
 	if n := len(d.page); n > 0 {
@@ -226,7 +239,10 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 		}
 	}
 	var r readPage
-	if a := d.ahead; a != nil && a.after == after && a.size == size && a.plus == plus {
+	a := d.ahead
+	more := false // the page read stops short of the directory's end
+	keep := false // d.ahead stays: names the next requests may want
+	if a != nil && a.after == after && a.size == size && a.plus == plus {
 		<-a.ready
 		r = a.read
 		// A page of names only may be older: the kernel caches nothing of
@@ -235,24 +251,41 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 		if r.err != nil || plus && (r.gen != fs.changes.Load() || time.Since(r.at) >= d.reuse) {
 			r = fs.readPage(ctx, d.ino, after, size, plus)
 		}
+		more = len(r.page) == size
+		d.ahead = nil
+	} else if page, full, ok := d.ahead.namesAfter(after, plus); ok {
+		// The kernel asked for attributes in between (READDIRPLUS_AUTO
+		// does when names were looked up meanwhile): the names read
+		// ahead still serve the names after the ones it got.
+		r, more = readPage{page: page, gen: a.read.gen, at: a.read.at}, full
+		d.ahead = nil
 	} else {
 		r = fs.readPage(ctx, d.ino, after, size, plus)
+		more = len(r.page) == size
+		// A page with attributes between pages of names (READDIRPLUS_AUTO
+		// asks for one after a lookup in the directory) keeps the names
+		// read ahead for the plain requests after it; a second one in a
+		// row drops them (ls -l: the kernel goes on with attributes).
+		if keep = plus && a != nil && !a.plus && !a.kept; keep {
+			a.kept = true
+		} else {
+			d.ahead = nil
+		}
 	}
-	d.ahead = nil
 	if r.err != nil {
 		return r.err
 	}
 	d.start += uint64(len(d.page))
-	d.before, d.page, d.done, d.withAttr = after, r.page, len(r.page) < size, plus
+	d.before, d.page, d.done, d.withAttr = after, r.page, !more, plus
 	d.gen, d.readAt = r.gen, r.at
 	if d.reuse <= 0 {
 		return nil
 	}
 	fs.listings.add(d.ino, after, r, false)
-	if d.done || len(r.page) == 0 {
+	if d.done || len(r.page) == 0 || keep {
 		return nil
 	}
-	a := &aheadPage{after: r.page[len(r.page)-1].Name, size: size, plus: plus, ready: make(chan struct{})}
+	a = &aheadPage{after: r.page[len(r.page)-1].Name, size: size, plus: plus, ready: make(chan struct{})}
 	if plus && d.small {
 		if after != "" {
 			return nil // the kernel asks for attributes page by page
@@ -268,6 +301,35 @@ func (fs *FS) nextPage(ctx context.Context, d *dirStream, plus bool) error {
 		close(a.ready)
 	}()
 	return nil
+}
+
+// namesAfter returns the names a's page of names only holds after the
+// name after, when the page's range holds after (a page that started
+// before it and reaches past it) and the request is for names only; full
+// reports the page read stopped short of the directory's end. It waits for
+// the read.
+func (a *aheadPage) namesAfter(after string, plus bool) (page []meta.DirEntry, full, ok bool) {
+	if a == nil || a.plus || plus || after < a.after {
+		return nil, false, false
+	}
+	<-a.ready
+	r := a.read
+	if r.err != nil || len(r.page) == 0 {
+		return nil, false, false
+	}
+	j := 0
+	if after != a.after {
+		j = sort.Search(len(r.page), func(j int) bool { return r.page[j].Name >= after })
+		if j == len(r.page) || r.page[j].Name != after {
+			return nil, false, false
+		}
+		j++
+	}
+	full = len(r.page) == a.size
+	if j == len(r.page) && full {
+		return nil, false, false // the page ends there: the rest is unread
+	}
+	return r.page[j:], full, true
 }
 
 // readPage reads up to size entries after the name after. Attributes come

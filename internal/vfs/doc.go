@@ -87,7 +87,11 @@
 // An open directory is read a page at a time (8192 names, or 1000
 // entries with attributes), the next page in the background while the
 // kernel consumes one (dir.go; after the first page, read with
-// attributes, the names after it, which the kernel asks for next). The
+// attributes, the names after it, which the kernel asks for next). Each
+// name is read once: a request with attributes reads no page once it has
+// had what the kernel's buffer holds, and names read ahead serve any
+// request for names inside them, also after one page with attributes
+// read meanwhile (the kernel asks for one after a lookup). The
 // kernel asks for attributes with the first page and while listed names
 // are looked up (readdirplus); a page read with attributes answers its
 // later requests only while this mount completed no operation since it

@@ -18,7 +18,7 @@ import (
 
 // redisNamespace returns base with a fresh key namespace ("{ns}:" key
 // prefix, see rediskv), whose keys are deleted when t ends.
-func redisNamespace(t *testing.T, base string) string {
+func redisNamespace(t testing.TB, base string) string {
 	t.Helper()
 	ns := fmt.Sprintf("kvmeta_%x", rand.Uint64())
 	t.Cleanup(func() {
@@ -84,7 +84,7 @@ func openRedis(t *testing.T, url string) meta.Engine {
 	return openRedisOptions(t, url, kvmeta.Options{})
 }
 
-func openRedisOptions(t *testing.T, url string, opts kvmeta.Options) meta.Engine {
+func openRedisOptions(t testing.TB, url string, opts kvmeta.Options) meta.Engine {
 	t.Helper()
 	store, err := rediskv.Open(context.Background(), url)
 	if err != nil {

@@ -32,6 +32,10 @@ func testScanPrefix(t *testing.T, s kv.Store) {
 	wantPairs(t, scan(t, s, prefix('d', 1), nil, 0), want)
 	wantPairs(t, scan(t, s, prefix('d', 1), []byte{}, -1), want)
 	wantPairs(t, scan(t, s, prefix('d', 3), nil, 0), nil)
+	// An empty value, and values of any bytes, come back as stored.
+	e := prefix('d', 4)
+	set(t, s, append(e, "a"...), []byte{}, append(e, "b"...), []byte{0, 0xff, 0})
+	wantPairs(t, scan(t, s, e, nil, 0), []pair{{string(e) + "a", ""}, {string(e) + "b", "\x00\xff\x00"}})
 }
 
 func testScanAfterLimit(t *testing.T, s kv.Store) {

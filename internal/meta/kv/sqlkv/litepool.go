@@ -46,8 +46,11 @@ type liteConn struct {
 	commit driver.Stmt
 	// groupStmts are the writer's savepoint statements (group.go).
 	groupStmts [numGroupStmts]driver.Stmt
-	pool       chan *liteConn
-	ckpt       *checkpointer // the writer's: told of every commit
+	// scans are stmtScan and stmtScanOpen returning each pair as one
+	// value (joinedScans).
+	scans [2]driver.Stmt
+	pool  chan *liteConn
+	ckpt  *checkpointer // the writer's: told of every commit
 }
 
 // openLitePool opens the database file at path: the writer and the
@@ -115,8 +118,55 @@ func (p *litePool) prepare(ctx context.Context, queries [numStmts]string) error 
 			}
 			lc.stmts[i] = st
 		}
+		for i, q := range joinedScans {
+			st, err := lc.c.Prepare(q)
+			if err != nil {
+				return err
+			}
+			lc.scans[i] = st
+		}
 	}
 	return nil
+}
+
+// joinedScans are stmtScan and stmtScanOpen with each row's key and value
+// as one blob beside the key's length: the driver allocates twice a
+// column (the bytes, and the interface holding them) and the cgo call
+// per row is most of the rest, so a row of one blob and a small integer
+// costs about half a row of two blobs. SQLite's || joins the bytes as
+// they are (a blob cast to text in a UTF-8 database keeps its bytes,
+// zeros included), and the CAST makes the result a blob again.
+var joinedScans = [2]string{
+	"SELECT CAST(k || v AS BLOB), length(k) FROM shoal_kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?",
+	"SELECT CAST(k || v AS BLOB), length(k) FROM shoal_kv WHERE k >= ? ORDER BY k LIMIT ?",
+}
+
+// scan runs joinedScans[open] and calls fn with each row's key and value
+// (slices of one allocation).
+func (t *liteTx) scan(open bool, args []any, fn func(k, v []byte)) error {
+	st := t.lc.scans[0]
+	if open {
+		st = t.lc.scans[1]
+	}
+	rows, err := st.Query(values(args))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, 2)
+	for {
+		if err := rows.Next(dest); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		kv, ok := dest[0].([]byte)
+		n, ok2 := dest[1].(int64)
+		if !ok || !ok2 || n < 0 || n > int64(len(kv)) {
+			return fmt.Errorf("sqlkv: scan row: unexpected %T, %T", dest[0], dest[1])
+		}
+		fn(kv[:n:n], kv[n:])
+	}
 }
 
 // acquire takes a free connection, waiting for one while ctx allows.
@@ -192,7 +242,7 @@ func (p *litePool) close() error {
 		errs = append(errs, p.ckpt.close())
 	}
 	for _, lc := range free {
-		for _, st := range append(append(lc.stmts[:], lc.groupStmts[:]...), lc.begin, lc.commit) {
+		for _, st := range append(append(append(lc.stmts[:], lc.groupStmts[:]...), lc.scans[:]...), lc.begin, lc.commit) {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
@@ -221,16 +271,17 @@ func (lc *liteConn) query(i int, args []any, fn func(cols [][]byte) error) error
 	}
 	defer rows.Close()
 	dest := make([]driver.Value, len(rows.Columns()))
+	cols := make([][]byte, len(dest)) // reused: fn keeps values, not cols
 	for {
 		if err := rows.Next(dest); err == io.EOF {
 			return nil
 		} else if err != nil {
 			return err
 		}
-		cols := make([][]byte, len(dest))
 		for j, v := range dest {
 			switch v := v.(type) {
 			case nil:
+				cols[j] = nil
 			case []byte:
 				cols[j] = v // the driver copied it out of SQLite
 			case string:

@@ -157,15 +157,27 @@ func (c *pgConn) query(i int, args []any, fn func(cols [][]byte) error) error {
 	return err
 }
 
-// eachPgRow calls fn with copies of each row's columns and closes rows.
+// eachPgRow calls fn with copies of each row's columns (one allocation a
+// row) and closes rows.
 func eachPgRow(rows pgx.Rows, fn func(cols [][]byte) error) error {
 	defer rows.Close()
+	var cols [][]byte // reused: fn keeps values, not cols
 	for rows.Next() {
 		raw := rows.RawValues()
-		cols := make([][]byte, len(raw))
+		if len(cols) != len(raw) {
+			cols = make([][]byte, len(raw))
+		}
+		n := 0
+		for _, v := range raw {
+			n += len(v)
+		}
+		buf := make([]byte, 0, n)
 		for j, v := range raw {
+			cols[j] = nil
 			if v != nil {
-				cols[j] = append(make([]byte, 0, len(v)), v...)
+				start := len(buf)
+				buf = append(buf, v...)
+				cols[j] = buf[start:len(buf):len(buf)]
 			}
 		}
 		if err := fn(cols); err != nil {

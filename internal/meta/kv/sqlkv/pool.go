@@ -27,7 +27,7 @@ type pool interface {
 
 // conn is one transaction in progress on one connection. It is used by
 // one goroutine at a time. Column values passed to a query's fn are the
-// caller's to keep.
+// caller's to keep; the slice holding them is reused for the next row.
 type conn interface {
 	// query runs prepared statement i and calls fn with the columns of
 	// each row, as []byte (nil for SQL NULL), until fn returns an error.

@@ -178,7 +178,11 @@ func (t *tx) scanPage(lo, hi []byte, n int) ([]row, error) {
 	if hi == nil {
 		i, args = stmtScanOpen, []any{lo, int64(n)}
 	}
-	page := make([]row, 0, min(n, 16))
+	page := make([]row, 0, n) // n <= scanPage
+	if lt, ok := t.c.(*liteTx); ok {
+		err := lt.scan(hi == nil, args, func(k, v []byte) { page = append(page, row{k: k, v: v}) })
+		return page, err
+	}
 	err := t.c.query(i, args, func(cols [][]byte) error {
 		r := row{k: cols[0], v: cols[1]}
 		if r.v == nil {

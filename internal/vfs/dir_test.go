@@ -1,0 +1,133 @@
+package vfs_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"shoal/internal/data"
+	"shoal/internal/meta"
+	"shoal/internal/meta/kv/memkv"
+	"shoal/internal/meta/kvmeta"
+	"shoal/internal/object/memstore"
+	"shoal/internal/vfs"
+)
+
+// countingEngine counts the entries its Readdir returns, without and with
+// attributes.
+type countingEngine struct {
+	meta.Engine
+	names, plus atomic.Int64
+}
+
+func (c *countingEngine) Readdir(ctx context.Context, ino meta.Ino, after string, limit int, plus bool) ([]meta.DirEntry, error) {
+	page, err := c.Engine.Readdir(ctx, ino, after, limit, plus)
+	if !plus {
+		c.names.Add(int64(len(page)))
+	} else {
+		c.plus.Add(int64(len(page)))
+	}
+	return page, err
+}
+
+// TestReaddirNamesReadOnce lists a directory the way the kernel does
+// (READDIRPLUS_AUTO): attributes for the first request, whose buffer the
+// first page fills but for a few bytes, then names only; and the same with
+// attributes asked again for the second request (after a lookup in the
+// directory), with and without a change in between. The names read ahead
+// after the first page serve the plain requests that follow: no name is
+// read twice.
+func TestReaddirNamesReadOnce(t *testing.T) {
+	ctx := context.Background()
+	inner := kvmeta.New(memkv.New(), kvmeta.Options{})
+	if err := inner.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
+		t.Fatal(err)
+	}
+	eng := &countingEngine{Engine: inner}
+	store := data.New(memstore.New(), data.Config{BlockSize: 64 << 10})
+	fs := vfs.New(eng, store, vfs.Config{})
+	defer func() {
+		if err := fs.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		store.Close()
+		inner.Close()
+	}()
+	const n = 10000
+	for i := range n {
+		if _, err := fs.Mknod(ctx, meta.RootIno, fmt.Sprintf("f%05d", i), syscall.S_IFREG|0o644, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// With a change in between, the second request's attributes are read
+	// kernel-sized; without, a page of readdirPage serves several.
+	for _, again := range []struct{ plus, changed bool }{{false, false}, {true, false}, {true, true}} {
+		eng.names.Store(0)
+		eng.plus.Store(0)
+		list(t, fs, n, again.plus, again.changed)
+		// Reads ahead may still run: wait until the count holds still.
+		got := eng.names.Load()
+		for {
+			time.Sleep(100 * time.Millisecond)
+			if now := eng.names.Load(); now != got {
+				got = now
+				continue
+			}
+			break
+		}
+		if got > n {
+			t.Errorf("%+v: the engine read %d names for a listing of %d entries: a page of names was read twice", again, got, n)
+		}
+		if got := eng.plus.Load(); !again.plus && got != 49 {
+			t.Errorf("%+v: the engine read %d entries with attributes for one request of 49", again, got)
+		}
+	}
+}
+
+// list lists the root as the kernel does: attributes for the first
+// request, again for the second if plusAgain (after a change if changed),
+// then names.
+func list(t *testing.T, fs *vfs.FS, n int, plusAgain, changed bool) {
+	ctx := context.Background()
+	fh, err := fs.Opendir(ctx, meta.RootIno)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Releasedir(fh)
+	seen := map[string]bool{}
+	off := uint64(0)
+	// request lists from off as the kernel would, fitting room entries.
+	request := func(plusN, room int) int {
+		got := 0
+		err := fs.Readdir(ctx, fh, off, plusN, time.Second, func(e meta.DirEntry, next uint64, _ time.Time) bool {
+			if got == room {
+				return false
+			}
+			if seen[e.Name] {
+				t.Fatalf("duplicate %s", e.Name)
+			}
+			seen[e.Name] = true
+			off, got = next, got+1
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	request(49, 52) // ".", ".." and 49 names with attributes fill the buffer but for a few bytes
+	if changed {
+		fs.Changed()
+	}
+	if plusAgain {
+		request(49, 50) // attributes again: a name was looked up
+	}
+	for request(0, 256) > 0 {
+	}
+	if len(seen) != n+2 {
+		t.Fatalf("listed %d entries, want %d", len(seen), n+2)
+	}
+}
