@@ -23,7 +23,8 @@ import (
 // beneath the wrappers has prepared. A pack of that size takes one of
 // those ids instead of asking the engine for a new one; any other pack
 // asks as before. The pool refills in the background once two packs in a
-// row had the same size (a single small write prepares nothing), and
+// row had the same size (a single small write prepares nothing; ids of
+// another size give way only to a run of namedSwitch packs), and
 // only uses ids prepared less than namedMaxAge ago: the file store takes
 // no older object (filestore/named.go), which keeps gc's grace rule
 // true. Ids taken from the engine and never used are lost, as the ids
@@ -37,6 +38,7 @@ import (
 const (
 	namedCount  = 32               // ids prepared at a time
 	namedLow    = 8                // a refill starts when fewer remain
+	namedSwitch = 4                // packs of a new size in a row that replace the ids held
 	namedMaxAge = 90 * time.Second // below the file store's limit
 )
 
@@ -56,6 +58,7 @@ type namedPool struct {
 	size      int // the block size the ids are prepared for
 	ids       []namedID
 	last      int // size of the latest pack
+	streak    int // packs of size last in a row
 	refilling bool
 	stopped   bool
 }
@@ -91,8 +94,11 @@ func (s *Store) takeNamed(size int) meta.SliceID {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	again := n.last == size
-	n.last = size
+	if n.last == size {
+		n.streak++
+	} else {
+		n.last, n.streak = size, 1
+	}
 	var id meta.SliceID
 	if n.size == size {
 		for len(n.ids) > 0 && id == 0 {
@@ -105,13 +111,28 @@ func (s *Store) takeNamed(size int) meta.SliceID {
 			}
 		}
 	}
-	if again && !n.refilling && !n.stopped && (n.size != size || len(n.ids) < namedLow) {
+	if !n.refilling && !n.stopped && n.wants(size) {
 		n.refilling = true
 		if !s.spawn(func() { s.refillNamed(size) }) {
 			n.refilling = false
 		}
 	}
 	return id
+}
+
+// wants reports whether the pool should refill for packs of size bytes:
+// two in a row of its own size once it runs low, or, to replace ids of
+// another size that it still holds, namedSwitch in a row, so that mixed
+// sizes do not make it drop and prepare names over and over. Called
+// with n.mu held.
+func (n *namedPool) wants(size int) bool {
+	switch {
+	case n.size == size:
+		return n.streak >= 2 && len(n.ids) < namedLow
+	case len(n.ids) == 0:
+		return n.streak >= 2
+	}
+	return n.streak >= namedSwitch
 }
 
 // dropNamed removes the prepared object of an id not to be used, in the

@@ -105,3 +105,49 @@ func TestNamedPacks(t *testing.T) {
 		t.Errorf("prepared names left after Close: %v", left)
 	}
 }
+
+// TestNamedSwitch checks that ids prepared for one pack size give way to
+// another size only after namedSwitch packs of it in a row, so that mixed
+// sizes do not drop and prepare names over and over.
+func TestNamedSwitch(t *testing.T) {
+	fs, err := filestore.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(nil)
+	s := newTestStore(t, fs, Config{BlockSize: 1 << 20, NewID: e.newID})
+	w := s.NewWriter(1, e.newID, e.committer(1))
+	pool := func() (int, int) {
+		s.named.mu.Lock()
+		defer s.named.mu.Unlock()
+		return s.named.size, len(s.named.ids)
+	}
+	settle := func(size, n int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			s.named.mu.Lock()
+			busy := s.named.refilling
+			s.named.mu.Unlock()
+			if gotSize, gotN := pool(); !busy && gotSize == size && gotN == n {
+				return
+			}
+		}
+		gotSize, gotN := pool()
+		t.Fatalf("pool holds %d ids of size %d, want %d of %d", gotN, gotSize, n, size)
+	}
+	off := uint64(0)
+	pack := func(n int) {
+		writeAll(t, w, off, pattern(1, off, n))
+		flush(t, w)
+		off += uint64(n)
+	}
+	pack(1000)
+	pack(1000)
+	settle(1000, namedCount)
+	for range namedSwitch - 1 {
+		pack(2000)
+	}
+	settle(1000, namedCount)
+	pack(2000)
+	settle(2000, namedCount)
+}
