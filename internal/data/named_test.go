@@ -108,7 +108,8 @@ func TestNamedPacks(t *testing.T) {
 
 // TestNamedSwitch checks that ids prepared for one pack size give way to
 // another size only after namedSwitch packs of it in a row, so that mixed
-// sizes do not drop and prepare names over and over.
+// sizes do not drop and prepare names over and over, and never to packs
+// above namedMax.
 func TestNamedSwitch(t *testing.T) {
 	fs, err := filestore.New(t.TempDir())
 	if err != nil {
@@ -149,5 +150,9 @@ func TestNamedSwitch(t *testing.T) {
 	}
 	settle(1000, namedCount)
 	pack(2000)
+	settle(2000, namedCount)
+	for range namedSwitch {
+		pack(namedMax + 1000) // too large to take a prepared name
+	}
 	settle(2000, namedCount)
 }
