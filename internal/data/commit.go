@@ -29,11 +29,29 @@ func (w *Writer) headReady() bool {
 // called with vfs locks held that CommitFunc needs too.
 // Called with w.mu held.
 func (w *Writer) kickCommit() {
+	if w.claimCommit() && !w.s.spawn(w.commitLoop) {
+		w.committing = false
+	}
+}
+
+// claimCommit is kickCommit for a goroutine of the Writer's own: if a
+// commit can start, it marks one running and reports true, and the
+// caller runs commitLoop once it has released w.mu.
+//
+// An upload that stores the block the head slice waited for commits it
+// on its own goroutine this way rather than start one: on an fsync's
+// path (Flush, the upload, the commit, Flush again) that is one
+// goroutine hand-off fewer, a wake-up that cost 20-100 µs on the loaded
+// 2-core test machine. The upload goroutine holds no lock and no upload
+// slot by then, so it is as free to call CommitFunc as a goroutine
+// started for it. Called with w.mu held.
+func (w *Writer) claimCommit() bool {
 	w.sealHeadPack()
 	if w.committing || !w.headReady() {
-		return
+		return false
 	}
-	w.committing = w.s.spawn(w.commitLoop)
+	w.committing = true
+	return true
 }
 
 // commitLoop commits ready slices in order, up to maxCommitBatch per

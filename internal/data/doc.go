@@ -30,7 +30,11 @@
 // Store asks the backend beneath the wrappers to keep spare files for
 // such Puts, if it can (filestore: a small block is then written over a
 // file made beforehand and renamed to its key, rather than
-// created); Close stops it.
+// created); Close stops it. A Store given Config.NewID also reserves slice
+// ids ahead and has such a store make their small packs' keys durable
+// before the Puts (named.go): a pack of the prepared size then only writes
+// and fdatasyncs its object. Close removes the unused ones; a killed
+// mount leaves them, empty and unreferenced, to gc.
 //
 // # Write path
 //
@@ -85,6 +89,10 @@
 //
 // Commits run on a goroutine of the Writer, never on the caller's: Write
 // and Flush may be called with vfs locks held that CommitFunc needs too.
+// The upload that stores the last block the head slice waited for runs
+// the commit itself (claimCommit), so an fsync's path hands off between
+// goroutines twice (Flush to the upload, the commit back to Flush), not
+// three times.
 // Pages return to the pool as soon as their block is stored; a slice
 // waiting only for its commit holds no buffer.
 //

@@ -118,8 +118,13 @@ func (w *Writer) startPackUpload(p *pack) {
 }
 
 // uploadPack stores p's members as one object and records the outcome.
+// If that makes the head of the queue ready, this goroutine commits it
+// (claimCommit).
 func (w *Writer) uploadPack(p *pack, gen uint64) {
 	var err error
+	if p.id == 0 {
+		p.id = w.s.takeNamed(p.size)
+	}
 	if p.id == 0 {
 		p.id, err = w.newID(w.s.ctx)
 		if err == nil && p.id == 0 {
@@ -137,6 +142,14 @@ func (w *Writer) uploadPack(p *pack, gen uint64) {
 		// for), more than reads of them gained.
 		err = w.s.put(BlockKey(p.id, 0, p.size), func() io.Reader { return w.packReader(p) }, p.size, false)
 	}
+	if w.packUploaded(p, gen, err) {
+		w.commitLoop()
+	}
+}
+
+// packUploaded records the outcome of p's upload and reports whether the
+// caller is to run commitLoop (claimCommit).
+func (w *Writer) packUploaded(p *pack, gen uint64, err error) (commit bool) {
 	defer w.s.buf.uploading(-1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -166,7 +179,9 @@ func (w *Writer) uploadPack(p *pack, gen uint64) {
 			m.idMu.Unlock()
 			w.stored(m, m.blocks[0])
 		}
+		return w.claimCommit()
 	}
+	return false
 }
 
 // packReader returns a reader of p's object bytes: each member's bytes in

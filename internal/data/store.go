@@ -55,6 +55,10 @@ type Config struct {
 	IdleCommit time.Duration
 	// Logger receives error reports; nil means slog.Default().
 	Logger *slog.Logger
+	// NewID, if set, is the engine's NewSliceID: the Store then reserves
+	// slice ids ahead and has the object store make their small blocks'
+	// names durable before their Puts, where it can (named.go).
+	NewID IDFunc
 }
 
 func (c Config) withDefaults() Config {
@@ -114,7 +118,8 @@ type Store struct {
 	regMu   sync.Mutex
 	writers map[*Writer]struct{}
 
-	stopSpares func() // see keepSpares
+	stopSpares func()    // see keepSpares
+	named      namedPool // see named.go
 
 	counters counters
 }
@@ -143,6 +148,7 @@ func New(objects object.Store, cfg Config) *Store {
 	}
 	s.buf.init(cfg.BufferSize)
 	s.stopSpares = keepSpares(objects)
+	s.named.p, s.named.newID = findPreparer(objects), cfg.NewID
 	return s
 }
 
@@ -186,6 +192,7 @@ func (s *Store) Close() error {
 		w.stopTimer()
 	}
 	s.wg.Wait()
+	s.stopNamed()
 	s.stopSpares()
 	return nil
 }

@@ -32,12 +32,21 @@ func (w *Writer) startUpload(s *slice, bi int) {
 	w.uploading++
 }
 
-// upload stores one block and records the outcome.
+// upload stores one block and records the outcome. If that makes the
+// head of the queue ready, this goroutine commits it (claimCommit).
 func (w *Writer) upload(s *slice, bi int, b *block, size int, gen uint64) {
 	id, err := w.sliceID(s)
 	if err == nil {
 		err = w.s.put(BlockKey(id, bi, size), func() io.Reader { return newPageReader(b.pages, w.s.pageSize, size) }, size, w.readSoon)
 	}
+	if w.uploaded(s, bi, b, gen, err) {
+		w.commitLoop()
+	}
+}
+
+// uploaded records the outcome of block bi's upload and reports whether
+// the caller is to run commitLoop (claimCommit).
+func (w *Writer) uploaded(s *slice, bi int, b *block, gen uint64, err error) (commit bool) {
 	// Count the upload finished only after its pages are back, or a
 	// waiting writer could see a full buffer with nothing draining and
 	// cut its slices needlessly.
@@ -61,11 +70,14 @@ func (w *Writer) upload(s *slice, bi int, b *block, size int, gen uint64) {
 		b.pages = nil
 	default:
 		w.stored(s, b)
+		return w.claimCommit()
 	}
+	return false
 }
 
-// stored records a block as stored and frees its pages. Called with w.mu
-// held.
+// stored records a block as stored and frees its pages. The caller
+// claims the commit it may have made possible (claimCommit). Called with
+// w.mu held.
 func (w *Writer) stored(s *slice, b *block) {
 	w.s.putPages(b.pages)
 	b.pages = nil
@@ -74,9 +86,6 @@ func (w *Writer) stored(s *slice, b *block) {
 		s.stored = time.Now()
 	}
 	s.pending--
-	if s.frozen && s.pending == 0 {
-		w.kickCommit()
-	}
 }
 
 // sliceID returns s's id, asking newID the first time.

@@ -28,7 +28,9 @@
 // The data layer commits a slice within seconds of its last write
 // (IdleCommit, 3 s; at most ten times that while it keeps growing), plus
 // upload retries and engine outages, so the default grace of one hour
-// leaves a wide margin. Proof sketch: let o be an object of slice X with
+// leaves a wide margin. A block name a mount made ahead of its Put (an
+// empty object, filestore/named.go) is written within two minutes of
+// being made or never, so (W) holds for it for any grace above that. Proof sketch: let o be an object of slice X with
 // ModTime(o) < T0 − grace. If X was committed before the scan read the
 // inode holding it, the scan saw X and o is live. Otherwise X commits after
 // that read, which is after T0, so its writer held o uncommitted for more

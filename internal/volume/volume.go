@@ -148,6 +148,7 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	}
 	dc := opts.Data
 	dc.BlockSize = f.BlockSize
+	dc.NewID = eng.NewSliceID
 	if dc.Logger == nil {
 		dc.Logger = opts.Logger
 	}

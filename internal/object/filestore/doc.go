@@ -27,6 +27,12 @@
 //     crash leaves what an in-place Put may leave, or a spare; a key that
 //     has an object is replaced atomically. Stopping it removes the
 //     spares; a killed process leaves at most spareCount of them.
+//   - A key made ahead with Prepare (the data layer's block names) is an
+//     empty file, durable with its directory entry before any Put; a
+//     fresh Put of it within namedMaxAge writes into it and fdatasyncs
+//     it, nothing more, and returns once that is done (named.go). Such
+//     objects are listed like any; a killed process leaves them empty,
+//     unreferenced, for gc. Unprepare removes the ones not used.
 //   - Temporary files are named ".shoal-tmp-<random>"; O_EXCL creation makes
 //     names unique, List never shows them, and keys may not contain a path
 //     segment starting with that prefix. RemoveStaleTemp deletes leftovers.

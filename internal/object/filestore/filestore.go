@@ -29,6 +29,7 @@ type Store struct {
 	root   string // absolute, cleaned
 	files  openFiles
 	spares sparePool // see spare.go
+	named  namedSet  // see named.go
 }
 
 var _ object.Store = (*Store)(nil)
@@ -223,6 +224,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	p := s.path(key)
 	s.files.forget(key)
+	s.named.take(p)
 	// Unlink, not os.Remove: a directory at p is "no object", not a target.
 	if err := syscall.Unlink(p); err != nil && !isAbsent(err) && err != syscall.EISDIR {
 		err = &os.PathError{Op: "unlink", Path: p, Err: err}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -29,7 +30,7 @@ import (
 //   - fdatasync of the file: its bytes and the size that reads need;
 //   - fsync of its directory, for the new entry: POSIX promises nothing
 //     about a new file's name from the file's own fsync. It runs beside the
-//     fdatasync, started once the bytes are written: on a journaling file
+//     write and the fdatasync, started once the file is created: on a journaling file
 //     system both wait for the same journal commit, which holds the create
 //     and the write, so the name costs neither a commit nor a cache flush
 //     of its own (measured on ext4: create+write+fdatasync 0.48–1.1 ms,
@@ -47,7 +48,8 @@ import (
 // before, rather than write into a file someone might be reading.
 //
 // A small fresh Put of a store that keeps spares writes over a spare file
-// instead of creating one, with the same guarantees (spare.go).
+// instead of creating one, with the same guarantees (spare.go); a Put of
+// a key made ahead with Prepare writes into its file (named.go).
 //
 // A Put with an object.SyncBatch is not durable on return anyway and keeps
 // the ordinary path (its objects are read by others before the batch's
@@ -60,6 +62,18 @@ var testHookSynced func(path string)
 // putFresh stores a fresh key's object in place (see above). It reports
 // exists, having read nothing from r, if the key has an object already.
 func (s *Store) putFresh(ctx context.Context, path string, r io.Reader, size int64) (exists bool, err error) {
+	if size <= spareMax {
+		s.named.size.Store(size)
+	}
+	if made, ok := s.named.take(path); ok {
+		if time.Since(made) < namedMaxAge {
+			if gone, err := s.putNamed(ctx, path, r, size); !gone {
+				return false, err
+			}
+		} else {
+			os.Remove(path) // too old to use (named.go): made anew below
+		}
+	}
 	dir := filepath.Dir(path)
 	if sp := s.spares.take(dir, size); sp != nil {
 		if f, err := openNoPoll(sp.path, unix.O_WRONLY, 0); err == nil {
@@ -81,6 +95,16 @@ func (s *Store) putFresh(ctx context.Context, path string, r io.Reader, size int
 	case err != nil:
 		return false, err
 	}
+	// The directory's fsync starts now, before the write, for the same
+	// reason a spare's rename does (spare.go).
+	dirSynced := make(chan error, 1)
+	go func() {
+		err := syncDir(dir)
+		if err == nil && testHookSynced != nil {
+			testHookSynced(dir)
+		}
+		dirSynced <- err
+	}()
 	bufp := copyBufs.Get().(*[]byte)
 	err = copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, !object.ReadSoon(ctx))
 	copyBufs.Put(bufp)
@@ -91,21 +115,13 @@ func (s *Store) putFresh(ctx context.Context, path string, r io.Reader, size int
 		err = ctx.Err()
 	}
 	if err == nil {
-		dirSynced := make(chan error, 1)
-		go func() {
-			err := syncDir(dir)
-			if err == nil && testHookSynced != nil {
-				testHookSynced(dir)
-			}
-			dirSynced <- err
-		}()
 		err = unix.Fdatasync(int(f.Fd()))
 		if err == nil && testHookSynced != nil {
 			testHookSynced(path)
 		}
-		if derr := <-dirSynced; err == nil {
-			err = derr
-		}
+	}
+	if derr := <-dirSynced; err == nil {
+		err = derr
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -155,3 +155,45 @@ func TestSpareFailedPut(t *testing.T) {
 		}
 	}
 }
+
+// gatedReader gives its bytes only once gate is closed, or fails after a
+// while.
+type gatedReader struct {
+	gate <-chan struct{}
+	r    io.Reader
+}
+
+func (g gatedReader) Read(p []byte) (int, error) {
+	select {
+	case <-g.gate:
+		return g.r.Read(p)
+	case <-time.After(5 * time.Second):
+		return 0, fmt.Errorf("the bytes were read before the spare's rename began")
+	}
+}
+
+// TestSpareNamedBeforeWrite checks that a Put over a spare starts the
+// rename to its key (and the directory's fsync after it) before it
+// writes the bytes, so that the two branches overlap (spare.go): the
+// Put's reader gives nothing until the rename has begun. It also checks
+// that Put still returns only once both the object and the directory
+// were synced.
+func TestSpareNamedBeforeWrite(t *testing.T) {
+	s, ctx := readySpares(t)
+	naming := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	synced := map[string]bool{}
+	testHookNaming = func(string) { once.Do(func() { close(naming) }) }
+	testHookSynced = func(p string) { mu.Lock(); synced[p] = true; mu.Unlock() }
+	t.Cleanup(func() { testHookNaming, testHookSynced = nil, nil })
+	if err := s.Put(ctx, "d/3", gatedReader{naming, strings.NewReader("x")}, 1); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(s.Root(), "d/3")
+	mu.Lock()
+	defer mu.Unlock()
+	if !synced[path] || !synced[filepath.Dir(path)] {
+		t.Errorf("Put returned; synced %v, want the object and its directory", synced)
+	}
+}
