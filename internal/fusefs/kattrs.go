@@ -76,58 +76,72 @@ func keyOf(a *fuse.Attr) attrKey {
 
 func (k *kernelAttrs) shard(ino uint64) *kattrShard { return &k.shards[ino%kattrShards] }
 
-// update applies f to ino's record, made if add is set, unless the
-// scheme is off. The root is never tracked: the kernel holds it without
-// a lookup.
-func (k *kernelAttrs) update(ino uint64, add bool, f func(e *kattr)) {
+// record returns ino's record, locked, made if add is set; nil (and
+// nothing locked) if the scheme is off or ino is not tracked. The root is
+// never tracked: the kernel holds it without a lookup.
+func (k *kernelAttrs) record(ino uint64, add bool) (*kattrShard, kattr, bool) {
 	if ino == 0 || ino == fuse.FUSE_ROOT_ID || k.off.Load() {
-		return
+		return nil, kattr{}, false
 	}
 	s := k.shard(ino)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	e, ok := s.m[ino]
 	if !ok {
-		if !add {
-			return
-		}
-		if len(s.m) >= kattrMax {
-			k.stop()
-			return
+		if !add || len(s.m) >= kattrMax {
+			if add {
+				k.stop()
+			}
+			s.mu.Unlock()
+			return nil, kattr{}, false
 		}
 		if s.m == nil {
 			s.m = map[uint64]kattr{}
 		}
 	}
-	f(&e)
-	s.m[ino] = e
+	return s, e, true
 }
 
 // made records a reply the kernel takes whatever it held: CREATE, MKNOD,
 // MKDIR, SYMLINK, LINK.
 func (k *kernelAttrs) made(out *fuse.EntryOut) {
-	k.update(out.NodeId, true, func(e *kattr) {
-		e.lookups++
-		e.sure, e.at = true, keyOf(&out.Attr)
-	})
+	s, e, ok := k.record(out.NodeId, true)
+	if !ok {
+		return
+	}
+	e.lookups++
+	e.sure, e.at = true, keyOf(&out.Attr)
+	s.m[out.NodeId] = e
+	s.mu.Unlock()
 }
 
 // entered records an entry reply (LOOKUP, READDIRPLUS): certain if the
 // kernel had no inode for it, else as told.
 func (k *kernelAttrs) entered(out *fuse.EntryOut) {
-	k.update(out.NodeId, true, func(e *kattr) {
-		if e.lookups == 0 {
-			e.sure, e.at = true, keyOf(&out.Attr)
-		} else {
-			e.told(&out.Attr)
-		}
-		e.lookups++
-	})
+	s, e, ok := k.record(out.NodeId, true)
+	if !ok {
+		return
+	}
+	if e.lookups == 0 {
+		e.sure, e.at = true, keyOf(&out.Attr)
+	} else {
+		e.told(&out.Attr)
+	}
+	e.lookups++
+	s.m[out.NodeId] = e
+	s.mu.Unlock()
 }
 
 // told records a reply the kernel may take or drop (GETATTR, SETATTR).
 func (k *kernelAttrs) told(ino uint64, a *fuse.Attr) {
-	k.update(ino, false, func(e *kattr) { e.told(a) })
+	s, e, ok := k.record(ino, false)
+	if !ok {
+		return
+	}
+	if e.sure && e.at != keyOf(a) {
+		e.sure = false
+		s.m[ino] = e
+	}
+	s.mu.Unlock()
 }
 
 func (e *kattr) told(a *fuse.Attr) {
