@@ -147,6 +147,7 @@ func (fs *FS) replayedEntry(h *fuse.InHeader, out *fuse.EntryOut) bool {
 		return false
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), unsafe.Sizeof(*out)), r.Data)
+	fs.kattrs.made(out)
 	return true
 }
 
