@@ -8,8 +8,9 @@
 // to Shoal inode numbers (RootIno = 1 = FUSE_ROOT_ID). The volume is
 // addressed by inode number in the engine, so there is no in-memory tree to
 // keep coherent with other machines, and no per-node bookkeeping on the hot
-// path; Forget is a no-op because a node id stays valid for as long as the
-// inode exists (a stale one gets ENOENT). The path-based fs.Inode API was
+// path beyond the kernel's lookup counts (kattrs.go); Forget only takes
+// those off, because a node id stays valid for as long as the inode exists
+// (a stale one gets ENOENT). The path-based fs.Inode API was
 // rejected for that tree and its locking.
 //
 // Permissions: the mount uses the kernel's default_permissions, so access
@@ -49,7 +50,12 @@
 // Kernel caches: entries, attributes and negative lookups are cached for
 // the configured timeouts (the bound on cross-mount staleness of names);
 // page cache is kept across opens only while the file's mtime and size are
-// unchanged (close-to-open). A lookup or readdirplus entry answered from
+// unchanged (close-to-open). An open that may see another mount's changes
+// also drops the kernel's attributes (forgetAttr), unless the kernel holds
+// the ones the open read, for certain: from a reply it took
+// unconditionally (a create, or the entry that made its inode), with no
+// reply carrying other attributes since (kattrs.go). That saves the first
+// read of a file the kernel had not cached a GETATTR round trip. A lookup or readdirplus entry answered from
 // what a listing read before the request (vfs listings) gets timeouts
 // shortened by the read's age (fillEntryRead). Every operation that may
 // change an inode or a name, or make the kernel forget one, tells the vfs

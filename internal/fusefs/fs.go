@@ -37,6 +37,9 @@ type FS struct {
 	// dirs are directory attributes from this mount's changes, for
 	// GETATTR (dirattrs.go).
 	dirs dirAttrs
+	// kattrs knows when the kernel holds an inode's current attributes,
+	// so that an open need not drop them (kattrs.go).
+	kattrs kernelAttrs
 	// server is the serving go-fuse server (set by Init), through which
 	// the kernel's caches of an inode are invalidated (files.go).
 	server *fuse.Server

@@ -22,6 +22,7 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 	defer fs.enter()()
 	if e, read, ok := fs.vfs.LookupListed(ctx(h), meta.Ino(h.NodeId), name, fs.listingTTL()); ok {
 		fs.fillEntryRead(e, read, out)
+		fs.kattrs.entered(out)
 		return fuse.OK
 	}
 	c, cached := fs.cachedCtx(ctx(h))
@@ -37,12 +38,13 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 	fs.vfs.Refreshed(e.Ino)
 	fs.dirs.forget(e.Ino) // older than what the kernel is now told
 	fs.fillEntryRead(e, time.Now().Add(-cachedAge(cached)), out)
+	fs.kattrs.entered(out)
 	return fuse.OK
 }
 
 // Forget implements fuse.RawFileSystem: node ids are inode numbers, so
-// there is nothing to forget.
-func (fs *FS) Forget(nodeid, nlookup uint64) {}
+// there is nothing to forget but the kernel's lookup count (kattrs.go).
+func (fs *FS) Forget(nodeid, nlookup uint64) { fs.kattrs.forget(nodeid, nlookup) }
 
 // GetAttr implements fuse.RawFileSystem. A directory this mount just
 // changed is answered from the attributes the change wrote (dirattrs.go).
@@ -51,6 +53,7 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Attr
 	if a, left, ok := fs.dirs.get(meta.Ino(in.NodeId)); ok {
 		fs.vfs.Refreshed(meta.Ino(in.NodeId))
 		fillAttr(meta.Ino(in.NodeId), a, &out.Attr)
+		fs.kattrs.told(in.NodeId, &out.Attr)
 		out.SetTimeout(left)
 		return fuse.OK
 	}
@@ -61,6 +64,7 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Attr
 	}
 	fs.vfs.Refreshed(meta.Ino(in.NodeId))
 	fillAttr(meta.Ino(in.NodeId), a, &out.Attr)
+	fs.kattrs.told(in.NodeId, &out.Attr)
 	out.SetTimeout(max(fs.opts.AttrTimeout-cachedAge(cached), 0))
 	return fuse.OK
 }
@@ -98,6 +102,7 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.Attr
 		return fs.status("setattr", err)
 	}
 	fillAttr(meta.Ino(in.NodeId), a, &out.Attr)
+	fs.kattrs.told(in.NodeId, &out.Attr)
 	out.SetTimeout(fs.opts.AttrTimeout)
 	return fuse.OK
 }

@@ -80,6 +80,7 @@ type opened struct {
 // AdoptReplies takes over the replies a previous server recorded, to
 // answer the kernel's resends with them. Call it before serving.
 func (fs *FS) AdoptReplies(st journal.State) {
+	fs.kattrs.stop() // the kernel's lookup counts are the old server's
 	c := &fs.replies
 	c.replies = st.Replies
 	c.opens = map[uint64]opened{}
@@ -146,6 +147,7 @@ func (fs *FS) replayedEntry(h *fuse.InHeader, out *fuse.EntryOut) bool {
 		return false
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), unsafe.Sizeof(*out)), r.Data)
+	fs.kattrs.made(out)
 	return true
 }
 
@@ -162,6 +164,7 @@ func (fs *FS) entry(op int, h *fuse.InHeader, e meta.Entry, err error, out *fuse
 		return fs.status(opNames[op], err)
 	}
 	fs.fillEntry(e, out)
+	fs.kattrs.made(out)
 	fs.replied(op, h, entryBytes(out))
 	return fuse.OK
 }

@@ -50,6 +50,9 @@ type OpenResult struct {
 	// system, bypassing its page cache: opened with O_DIRECT, or with
 	// O_APPEND on a file that changed since this mount last opened it.
 	DirectIO bool
+	// Attr are the inode's attributes as the open read them (after
+	// O_TRUNC); the zero Attr when not known (a resent open).
+	Attr meta.Attr
 }
 
 // Create creates (or, without O_EXCL, opens an existing) regular file and
@@ -155,7 +158,9 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 		fs.noteJournal(j.Open(uint64(h.fh), h.journaled()))
 	}
 	fs.warm(h, attr)
-	return h.res, attr, nil
+	res := h.res
+	res.Attr = attr
+	return res, attr, nil
 }
 
 // journaled is h as the journal records it.
