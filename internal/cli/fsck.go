@@ -221,6 +221,9 @@ func printFsck(w io.Writer, r *fsck.Report, asJSON bool) error {
 	fmt.Fprintf(w, "Objects     %s: live %s\n", count(r.Objects), count(r.Live))
 	fmt.Fprintf(w, "  leaked    %s (no file refers to them; 'shoal gc' deletes them)\n", count(r.Leaked))
 	fmt.Fprintf(w, "  freed     %s (of deleted data, awaiting the cleaner)\n", count(r.Freed))
+	if r.Prepared.Objects > 0 {
+		fmt.Fprintf(w, "  prepared  %d empty block names made ahead of writes (a running mount keeps some; a killed mount's are deleted by 'shoal gc')\n", r.Prepared.Objects)
+	}
 	if r.Odd.Objects > 0 || r.Foreign.Objects > 0 {
 		fmt.Fprintf(w, "  odd       %s; foreign %s (kept)\n", count(r.Odd), count(r.Foreign))
 	}

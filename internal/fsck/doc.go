@@ -46,6 +46,9 @@
 // damaged block. A damaged block that later writes or a zeroing repair
 // shadow everywhere is listed but harms no read.
 //
+// Empty block objects no slice refers to are counted apart (Prepared):
+// block names a mount made ahead of its writes (a block is never empty).
+//
 // Leaked objects are garbage, not damage: fsck counts them and points at
 // `shoal gc`, which deletes them safely (with a grace period for live
 // writers). fsck itself deletes no object.

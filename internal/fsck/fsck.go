@@ -125,6 +125,10 @@ type Report struct {
 	Objects   Count            `json:"objects"`
 	Live      Count            `json:"live"`
 	Leaked    Count            `json:"leaked"` // no slice refers to them: shoal gc
+	// Prepared are empty block objects no slice refers to: names a mount
+	// made ahead of its writes (filestore/named.go), or a killed mount's
+	// leftover ones, which shoal gc deletes. Not counted in Leaked.
+	Prepared Count `json:"prepared"`
 	Freed     Count            `json:"freed"`  // of freed slices, awaiting deletion
 	Odd       Count            `json:"odd"`    // blocks a live slice does not have
 	Foreign   Count            `json:"foreign"`

@@ -146,6 +146,7 @@ func TestFindsEachDamage(t *testing.T) {
 	flipped[5000] ^= 0x10
 	e.putRaw(keysC[0], flipped)
 	e.putRaw(data.BlockKey(999999, 0, 10), make([]byte, object.StoredSize(10)))
+	e.putRaw(data.BlockKey(999998, 0, 4096), nil) // a block name made ahead
 
 	rep := e.run(fsck.Options{VerifyData: true})
 	want := map[string]string{keysA[1]: fsck.Missing, keysB[0]: fsck.WrongSize, keysC[0]: fsck.Corrupt}
@@ -164,8 +165,8 @@ func TestFindsEachDamage(t *testing.T) {
 	checkFile(t, files[inoA], []string{"/d/a"}, fsck.Range{Off: blockSize, Len: blockSize})
 	checkFile(t, files[inoB], []string{"/d/b"}, fsck.Range{Off: 0, Len: blockSize})
 	checkFile(t, files[inoC], []string{"/c", "/d/c-link"}, fsck.Range{Off: 0, Len: blockSize})
-	if !rep.Damage() || rep.Leaked.Objects != 1 {
-		t.Errorf("Damage %v, leaked %+v", rep.Damage(), rep.Leaked)
+	if !rep.Damage() || rep.Leaked.Objects != 1 || rep.Prepared.Objects != 1 {
+		t.Errorf("Damage %v, leaked %+v, prepared %+v", rep.Damage(), rep.Leaked, rep.Prepared)
 	}
 
 	quick := e.run(fsck.Options{})

@@ -83,7 +83,7 @@ func (c *checker) list(ctx context.Context) error {
 }
 
 // classify files one listed object (stored size) under live, odd, freed,
-// leaked or foreign.
+// leaked, prepared or foreign.
 func (c *checker) classify(info object.Info) {
 	c.rep.Objects.Add(info.Size)
 	b, ok := data.ParseBlockKey(info.Key)
@@ -103,6 +103,10 @@ func (c *checker) classify(info object.Info) {
 	}
 	if c.freed[b.ID] {
 		c.rep.Freed.Add(info.Size)
+		return
+	}
+	if info.Size == 0 { // a block is never empty: a name made ahead
+		c.rep.Prepared.Add(0)
 		return
 	}
 	c.rep.Leaked.Add(info.Size)

@@ -30,7 +30,9 @@
 // upload retries and engine outages, so the default grace of one hour
 // leaves a wide margin. A block name a mount made ahead of its Put (an
 // empty object, filestore/named.go) is written within two minutes of
-// being made or never, so (W) holds for it for any grace above that. Proof sketch: let o be an object of slice X with
+// being made or never, but its ModTime is when it was made: so an empty
+// object is deleted only if it is also older than PreparedGrace (ten
+// minutes), unless the grace is a nanosecond or less (no client). Proof sketch: let o be an object of slice X with
 // ModTime(o) < T0 − grace. If X was committed before the scan read the
 // inode holding it, the scan saw X and o is live. Otherwise X commits after
 // that read, which is after T0, so its writer held o uncommitted for more

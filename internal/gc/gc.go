@@ -12,6 +12,15 @@ import (
 	"shoal/internal/object"
 )
 
+// PreparedGrace is how old an empty block object (a block name a mount
+// made ahead of its Put, filestore/named.go; a block is never empty) must
+// be before gc deletes it, whatever the grace, unless the grace is a
+// nanosecond or less (a volume known to have no client). A mount writes
+// such a name within two minutes of making it or never; the object's
+// ModTime is when it was made until then, so a shorter cut-off could
+// delete a name a writer is about to fill and commit.
+const PreparedGrace = 10 * time.Minute
+
 // DefaultGrace is how old an unreferenced object must be before gc deletes
 // it (see the package doc).
 const DefaultGrace = time.Hour
@@ -161,6 +170,8 @@ type collector struct {
 	refs      map[meta.SliceID]*ref   // referenced slices
 	leaked    []object.Info           // leaked objects to delete
 	freedObjs []object.Info           // listed objects of freed slices
+
+	preparedCutoff time.Time // Cutoff for empty objects (PreparedGrace)
 }
 
 // run is the step outline of the package doc.

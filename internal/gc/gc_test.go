@@ -181,6 +181,30 @@ func TestLeakedDeletedAfterGrace(t *testing.T) {
 	}
 }
 
+// TestPreparedNamesKept: an empty block object (a block name a mount
+// made ahead of its Put) is kept for PreparedGrace whatever a shorter
+// grace says, and collected with no grace at all.
+func TestPreparedNamesKept(t *testing.T) {
+	e := newEnv(t)
+	prepared := data.BlockKey(900003, 0, 4096)
+	if err := e.store.Put(e.ctx, prepared, bytes.NewReader(nil), 0); err != nil {
+		t.Fatal(err)
+	}
+	stray := e.stray(900004, 0, 100)
+	time.Sleep(20 * time.Millisecond)
+	rep := e.run(gc.Options{Grace: 10 * time.Millisecond})
+	if e.exists(stray) || rep.Deleted.Objects != 1 {
+		t.Fatalf("a non-empty stray past a short grace was kept: %+v", rep)
+	}
+	if !e.exists(prepared) || rep.Young.Objects != 1 {
+		t.Fatalf("an empty block name younger than %v was not kept: %+v", gc.PreparedGrace, rep)
+	}
+	rep = e.run(gc.Options{Grace: time.Nanosecond})
+	if e.exists(prepared) || rep.Deleted.Objects != 1 {
+		t.Fatalf("no grace: the empty block name was kept: %+v", rep)
+	}
+}
+
 func TestWrongBlockOfLiveSlice(t *testing.T) {
 	e := newEnv(t)
 	e.write("a", content(4, blockSize+10))

@@ -53,7 +53,11 @@ func (c *collector) classify(info object.Info) {
 		c.freedObjs = append(c.freedObjs, info)
 		return
 	}
-	if !info.ModTime.Before(c.rep.Cutoff) {
+	cutoff := c.rep.Cutoff
+	if info.Size == 0 {
+		cutoff = c.preparedCutoff // a block name made ahead (PreparedGrace)
+	}
+	if !info.ModTime.Before(cutoff) {
 		c.rep.Young.Add(info.Size)
 		c.sample(&c.rep.YoungKeys, info.Key)
 		return

@@ -36,6 +36,10 @@ func (c *collector) clock(ctx context.Context) error {
 		t0, c.rep.Clock = time.Now(), "local"
 	}
 	c.rep.Start, c.rep.Cutoff = t0, t0.Add(-c.o.Grace)
+	c.preparedCutoff = c.rep.Cutoff
+	if c.o.Grace > time.Nanosecond && c.o.Grace < PreparedGrace {
+		c.preparedCutoff = t0.Add(-PreparedGrace)
+	}
 	return nil
 }
 
