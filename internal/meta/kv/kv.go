@@ -217,6 +217,42 @@ func GuessAbsent(s Store, prefixes ...[]byte) {
 	}
 }
 
+// FreshPrefixer is implemented by transactions that can use knowing a
+// prefix under which no key exists before they commit (kvmeta: a new
+// directory's entries; inode numbers are never reused). A store that
+// keeps values on the client and is told of every change to them
+// (Redis's client-side cache) then knows, from the commit on, that every
+// key under the prefix is absent but those changed since, and may say so
+// (AbsentKnower). It is optional.
+type FreshPrefixer interface {
+	FreshPrefix(prefix []byte)
+}
+
+// FreshPrefix tells tx that no key under prefix exists before it
+// commits, where tx can use it.
+func FreshPrefix(tx Tx, prefix []byte) {
+	if f, ok := tx.(FreshPrefixer); ok {
+		f.FreshPrefix(prefix)
+	}
+}
+
+// AbsentKnower is implemented by stores that can tell, without a round
+// trip, that a key is absent: only for a read whose context carries a
+// meta.Cached, with Cacher's rules (an answer known current a fraction
+// of a second ago, whose instant is reported there). It is optional.
+type AbsentKnower interface {
+	KnownAbsent(ctx context.Context, key []byte) bool
+}
+
+// KnownAbsent says whether s knows key absent without reading it
+// (AbsentKnower); false for a store that cannot tell.
+func KnownAbsent(ctx context.Context, s Store, key []byte) bool {
+	if k, ok := s.(AbsentKnower); ok {
+		return k.KnownAbsent(ctx, key)
+	}
+	return false
+}
+
 // PointReader is implemented by stores that read one key cheaper outside
 // an explicit transaction: one statement instead of BEGIN, SELECT and
 // COMMIT (three cgo calls for SQLite; two round trips for PostgreSQL,

@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"shoal/internal/meta"
+	"shoal/internal/meta/kv"
 )
 
 // Mknod creates an inode with one transaction of two reads (parent attr,
@@ -168,6 +169,9 @@ func (t *txn) mknod(ino meta.Ino, req meta.MknodRequest) (meta.Entry, error) {
 	if req.Type == meta.TypeDir {
 		p.Nlink++
 		t.touch(req.Parent)
+		// No entry of a new inode exists yet: a store that is told of
+		// every change may know its names absent without reading them.
+		kv.FreshPrefix(t.tx, inoKey(kindDentry, ino))
 	}
 	t.touchDir(req.Parent, p)
 	t.files++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,4 +167,89 @@ func TestRedisStatFromCache(t *testing.T) {
 		t.Fatalf("%d of %d lookups and getattrs of files just created were answered from the cache, want 90%%", served, 2*n)
 	}
 	t.Logf("%d of %d answers from the cache", served, 2*n)
+}
+
+// TestRedisFreshDirLookups: in a directory this client made, a trusted
+// lookup of a name nobody created is answered ENOENT from the cache (no
+// transaction: kv.KnownAbsent); this client's own create is found at once,
+// and another client's within a second (Redis invalidates the entry).
+func TestRedisFreshDirLookups(t *testing.T) {
+	u := redisNamespace(t, serviceURL(t, "SHOAL_TEST_REDIS"))
+	e := openRedis(t, u)
+	t.Cleanup(func() { _ = e.Close() })
+	bg := context.Background()
+	if err := e.Format(bg, meta.Format{Name: "test", Storage: "mem", BlockSize: 1 << 20}, false); err != nil {
+		t.Fatalf("Format: %v", err)
+	}
+	other := openRedis(t, u)
+	t.Cleanup(func() { _ = other.Close() })
+	ctx := meta.WithCred(bg, meta.Cred{Uid: 1000, Gid: 1000, Trusted: true})
+	lookup := func(eng meta.Engine, dir meta.Ino, name string) (meta.Entry, bool, error) {
+		var c meta.Cached
+		ent, err := eng.Lookup(meta.WithCached(ctx, &c), dir, name)
+		return ent, !c.At().IsZero(), err
+	}
+	// Tracking starts with the first cached read; a record made before its
+	// connection is up is forgotten, so wait until it serves.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var c meta.Cached
+		if _, err := e.Getattr(meta.WithCached(ctx, &c), meta.RootIno); err != nil {
+			t.Fatal(err)
+		}
+		if !c.At().IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never served")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	d, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "d", Type: meta.TypeDir, Mode: 0o755})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, deadline := 0, time.Now().Add(5*time.Second); ; i++ {
+		_, served, err := lookup(e, d.Ino, fmt.Sprint("n", i))
+		if err != syscall.ENOENT {
+			t.Fatalf("lookup of a name nobody made: %v, want ENOENT", err)
+		}
+		if served {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a name in a directory this client made was never known absent from the cache")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := range 20 { // own creates: found at once
+		name := fmt.Sprint("own", i)
+		if _, _, err := lookup(e, d.Ino, name); err != syscall.ENOENT {
+			t.Fatalf("lookup of %s before its create: %v", name, err)
+		}
+		ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: d.Ino, Name: name, Type: meta.TypeFile, Mode: 0o644, Exclusive: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, err := lookup(e, d.Ino, name); err != nil || got.Ino != ent.Ino {
+			t.Fatalf("lookup of %s right after its create: %v, %v; want inode %d", name, got.Ino, err, ent.Ino)
+		}
+	}
+	ent, err := other.Mknod(ctx, meta.MknodRequest{Parent: d.Ino, Name: "theirs", Type: meta.TypeFile, Mode: 0o644, Exclusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now()
+	for {
+		got, _, err := lookup(e, d.Ino, "theirs")
+		if err == nil && got.Ino == ent.Ino {
+			break
+		}
+		if err != syscall.ENOENT {
+			t.Fatalf("lookup of another client's file: %v", err)
+		}
+		if time.Since(created) > time.Second {
+			t.Fatal("another client's create was not seen within a second")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

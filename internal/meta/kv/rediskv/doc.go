@@ -121,13 +121,15 @@
 //
 // Round trips, then: a View of point reads costs one per read round and
 // nothing to commit (kvmeta's Lookup: one, the directory's attributes,
-// the entry and the child's attributes together, or none from the cache;
+// the entry and the child's attributes together, or none from the cache,
+// which may serve the entry and the child without the directory's
+// attributes, or know the name absent: see Cache;
 // kvmeta's Readdir: one, the directory's attributes, a page of entries and, for readdirplus,
 // their attributes together; two or three for a page of more than 256
 // names without attributes); a Txn of point reads
 // one per read round plus one (kvmeta's create and unlink: two), less
 // the first round when seeds cover it (a create or unlink after the
-// kernel's lookup of the name: one; also for a file with data, whose
+// kernel's lookup of the name, or a create in a fresh directory: one; also for a file with data, whose
 // slices' reference counts are guessed absent: kv.AbsentGuesser). A read of one key outside a
 // transaction (kv.PointReader: kvmeta's Getattr) is one GET on a pooled
 // connection, or none from the cache.
@@ -151,6 +153,18 @@
 // Txn) is answered from the cache: GetOne, and a View's first read round
 // by PrefetchFollow (kvmeta's Lookup: none of its keys then costs a round
 // trip). Its keys become checks as a read round's would.
+//
+// Fresh prefixes (fresh.go, kv.FreshPrefixer and kv.AbsentKnower): a
+// transaction may name a prefix no key is under before it commits
+// (kvmeta: the entries of a directory it creates). The tracker then
+// records, from before the commit is sent, every key under the prefix
+// that Redis's invalidations (which name every key changed under a
+// tracked prefix, read or not) or this client's own writes change; any
+// other key under it is absent, as of the same instant as a cached
+// value (below). A mount's lookup of a name about to be created in a
+// directory it made is so answered ENOENT without a round trip, and the
+// create's first read round takes the entry as an absent seed: a create
+// is one round trip, its commit. A reset forgets every record.
 //
 // Why an answer is current: the connection sends one PING at a time, each
 // after the answer to the one before. Broadcast invalidations are queued

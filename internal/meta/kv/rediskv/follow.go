@@ -150,22 +150,31 @@ func (t *tx) follow(f kv.Follow, rkeys []string) error {
 // served (track.go). All of them were current at one instant, which the
 // context's meta.Cached is told; they become checks like a read round's,
 // so that a later round, if any, finds them still current or conflicts
-// (and the retry reads from Redis).
+// (and the retry reads from Redis). If the other keys may not be served
+// but f.From and the key it names may (a lookup in a directory whose
+// attributes this client keeps changing), those two are, and the others
+// are left to be read if fn asks for them (a trusted lookup that finds
+// its entry does not).
 func (t *tx) cachedFollow(f kv.Follow, rkeys []string) bool {
 	c := t.cached
 	t.cached = nil // the first round only
 	if c == nil || len(t.checks) > 0 {
 		return false
 	}
-	rkeys, vs, at, ok := t.s.track.get(rkeys, func(vs []trackedValue) string {
+	named := func(vs []trackedValue) string {
 		if from := vs[len(vs)-1]; from.present && len(from.value) >= f.Off+f.Len {
 			return t.s.keys.value(append(append([]byte{}, f.Prefix...), from.value[f.Off:f.Off+f.Len]...))
 		}
 		return ""
-	})
+	}
+	all, vs, at, ok := t.s.track.get(rkeys, named)
+	if !ok && len(rkeys) > 1 {
+		all, vs, at, ok = t.s.track.get(rkeys[len(rkeys)-1:], named)
+	}
 	if !ok {
 		return false
 	}
+	rkeys = all
 	if t.read1 == nil {
 		t.read1 = map[string][]byte{}
 	}

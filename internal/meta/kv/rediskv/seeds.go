@@ -29,6 +29,8 @@ import (
 //   - only its first read round, and only if every key of that round has
 //     a seed younger than seedAge, or a value in the client-side cache
 //     (track.go: Redis would have invalidated it had it changed), or is
+//     under a fresh prefix and unchanged since (fresh.go: a new entry in
+//     a directory this client made, taken as absent), or is
 //     one kvmeta says is almost always absent (kv.AbsentGuesser: a
 //     slice's reference count, so that an unlink of a file with data
 //     after the kernel's lookup reads nothing; a clone's counts are

@@ -65,13 +65,15 @@ type tracker struct {
 	slots    [trackSlots]atomic.Uint64
 	served   atomic.Int64 // answers from the cache, for tests
 
-	mu       sync.Mutex
-	m        map[string]trackedValue
-	own      map[string]ownWrite // keys this client is writing or wrote
-	valid    time.Time           // see above; zero: nothing is served
-	prevSent time.Time           // when the ping last answered was sent; zero after a reset
-	pingSeq  uint64              // the ping awaited
-	pingSent time.Time           // when it was sent
+	mu        sync.Mutex
+	m         map[string]trackedValue
+	own       map[string]ownWrite     // keys this client is writing or wrote
+	valid     time.Time               // see above; zero: nothing is served
+	prevSent  time.Time               // when the ping last answered was sent; zero after a reset
+	pingSeq   uint64                  // the ping awaited
+	pingSent  time.Time               // when it was sent
+	fresh     map[string]*freshRecord // fresh prefixes (fresh.go), by Redis prefix
+	freshKeys int                     // keys in their unknown sets
 }
 
 // ownWrite is a key this client is committing: it is read again once
@@ -270,6 +272,7 @@ func (tr *tracker) reset() {
 	}
 	tr.mu.Lock()
 	tr.m, tr.own = nil, nil
+	tr.fresh, tr.freshKeys = nil, 0
 	tr.valid, tr.prevSent = time.Time{}, time.Time{}
 	tr.pingSeq = 0 // an answer still on its way counts for nothing
 	tr.mu.Unlock()
@@ -289,6 +292,7 @@ func (tr *tracker) invalidate(keys []string) {
 	var again []string
 	now := time.Now()
 	tr.mu.Lock()
+	tr.freshChanged(keys)
 	for _, k := range keys {
 		delete(tr.m, k)
 		if o, ok := tr.own[k]; ok {
@@ -439,6 +443,7 @@ func (tr *tracker) writing(rkeys []string) {
 	if tr.own == nil {
 		tr.own = map[string]ownWrite{}
 	}
+	tr.freshChanged(rkeys)
 	for _, rk := range rkeys {
 		if tr.tracks(rk) && len(tr.own) < trackMax {
 			tr.own[rk] = ownWrite{at: now}
@@ -461,6 +466,7 @@ func (tr *tracker) wrote(rkeys []string) {
 	}
 	var again []string
 	tr.mu.Lock()
+	tr.freshChanged(rkeys)
 	for _, rk := range rkeys {
 		delete(tr.m, rk)
 		if o, ok := tr.own[rk]; ok {
@@ -514,7 +520,8 @@ func (tr *tracker) get(rkeys []string, named func([]trackedValue) string) ([]str
 // seed returns rk's cached value as a seed for a write transaction
 // (seeds.go), whether or not it may be served to a reader: the commit
 // compares it anyway, and a value Redis did not invalidate is most likely
-// current.
+// current. A key not held but under a fresh prefix whose commit returned,
+// and unchanged since (fresh.go), is seeded absent.
 func (tr *tracker) seed(rk string) (seed, bool) {
 	if !tr.running.Load() {
 		return seed{}, false
@@ -522,6 +529,12 @@ func (tr *tracker) seed(rk string) (seed, bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	e, ok := tr.m[rk]
+	if !ok {
+		r := tr.fresh[tr.freshPrefix(rk)]
+		if r != nil && !r.at.IsZero() && !r.unknown[rk] {
+			return seed{at: time.Now()}, true
+		}
+	}
 	return seed{value: e.value, present: e.present, at: e.at}, ok
 }
 

@@ -35,6 +35,7 @@ type tx struct {
 	cached   *meta.Cached      // a View's first round may come from the client-side cache
 	snapOK   bool              // a short Scan may be read whole by script (snap.go)
 	snapped  bool              // one was: any further read from Redis is a conflict
+	fresh    []string          // Redis prefixes no key is under before commit (fresh.go)
 	err      error
 }
 

@@ -121,6 +121,17 @@ func (t *tx) commit() error {
 	if t.token != "" {
 		return t.commitExclusive()
 	}
+	if len(t.fresh) == 0 || len(t.writes) == 0 || !t.s.track.ensure() {
+		return t.commitOnce()
+	}
+	t.s.track.freshBegin(t.fresh) // before the commit is sent (fresh.go)
+	err := t.commitOnce()
+	t.s.track.freshEnd(t.fresh, err == nil)
+	return err
+}
+
+// commitOnce is commit of a transaction that is not an Exclusive's.
+func (t *tx) commitOnce() error {
 	// A seeded transaction is validated even without writes (seeds.go).
 	validate := len(t.writes) > 0 || len(t.seeded) > 0
 	var args []any
