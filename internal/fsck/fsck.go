@@ -128,12 +128,12 @@ type Report struct {
 	// Prepared are empty block objects no slice refers to: names a mount
 	// made ahead of its writes (filestore/named.go), or a killed mount's
 	// leftover ones, which shoal gc deletes. Not counted in Leaked.
-	Prepared Count `json:"prepared"`
-	Freed     Count            `json:"freed"`  // of freed slices, awaiting deletion
-	Odd       Count            `json:"odd"`    // blocks a live slice does not have
-	Foreign   Count            `json:"foreign"`
-	Damaged   []Block          `json:"damaged,omitempty"`
-	Files     []File           `json:"files,omitempty"`
+	Prepared Count   `json:"prepared"`
+	Freed    Count   `json:"freed"` // of freed slices, awaiting deletion
+	Odd      Count   `json:"odd"`   // blocks a live slice does not have
+	Foreign  Count   `json:"foreign"`
+	Damaged  []Block `json:"damaged,omitempty"`
+	Files    []File  `json:"files,omitempty"`
 	// Repairs says what --repair did, one line each.
 	Repairs []string `json:"repairs,omitempty"`
 	// Failures are blocks that could not be checked (store errors).
