@@ -8,11 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"shoal/internal/data"
 	"shoal/internal/meta"
-	"shoal/internal/meta/kv/memkv"
-	"shoal/internal/meta/kvmeta"
-	"shoal/internal/object/memstore"
 	"shoal/internal/vfs"
 )
 
@@ -42,20 +38,11 @@ func (c *countingEngine) Readdir(ctx context.Context, ino meta.Ino, after string
 // read twice.
 func TestReaddirNamesReadOnce(t *testing.T) {
 	ctx := context.Background()
-	inner := kvmeta.New(memkv.New(), kvmeta.Options{})
-	if err := inner.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
-		t.Fatal(err)
-	}
-	eng := &countingEngine{Engine: inner}
-	store := data.New(memstore.New(), data.Config{BlockSize: 64 << 10})
-	fs := vfs.New(eng, store, vfs.Config{})
-	defer func() {
-		if err := fs.Close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		store.Close()
-		inner.Close()
-	}()
+	var eng *countingEngine
+	fs := newFSOver(t, func(inner meta.Engine) meta.Engine {
+		eng = &countingEngine{Engine: inner}
+		return eng
+	})
 	const n = 10000
 	for i := range n {
 		if _, err := fs.Mknod(ctx, meta.RootIno, fmt.Sprintf("f%05d", i), syscall.S_IFREG|0o644, 0); err != nil {

@@ -24,10 +24,21 @@ import (
 // vfs logic itself (the engines and stores have their own suites).
 func newFS(t *testing.T) *vfs.FS {
 	t.Helper()
+	return newFSOver(t, nil)
+}
+
+// newFSOver is newFS with the engine wrapped by wrap (nil: none), for
+// tests that count or hold an engine's calls.
+func newFSOver(t *testing.T, wrap func(meta.Engine) meta.Engine) *vfs.FS {
+	t.Helper()
 	ctx := context.Background()
-	eng := kvmeta.New(memkv.New(), kvmeta.Options{})
-	if err := eng.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
+	inner := kvmeta.New(memkv.New(), kvmeta.Options{})
+	if err := inner.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
 		t.Fatal(err)
+	}
+	var eng meta.Engine = inner
+	if wrap != nil {
+		eng = wrap(inner)
 	}
 	store := data.New(memstore.New(), data.Config{BlockSize: 64 << 10})
 	fs := vfs.New(eng, store, vfs.Config{})
@@ -36,7 +47,7 @@ func newFS(t *testing.T) *vfs.FS {
 			t.Errorf("close: %v", err)
 		}
 		store.Close()
-		eng.Close()
+		inner.Close()
 	})
 	return fs
 }

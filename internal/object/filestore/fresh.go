@@ -105,21 +105,7 @@ func (s *Store) putFresh(ctx context.Context, path string, r io.Reader, size int
 		}
 		dirSynced <- err
 	}()
-	bufp := copyBufs.Get().(*[]byte)
-	err = copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, !object.ReadSoon(ctx))
-	copyBufs.Put(bufp)
-	if err == nil {
-		err = drained(r, size)
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err == nil {
-		err = unix.Fdatasync(int(f.Fd()))
-		if err == nil && testHookSynced != nil {
-			testHookSynced(path)
-		}
-	}
+	err = fillSynced(ctx, f, path, r, size, !object.ReadSoon(ctx))
 	if derr := <-dirSynced; err == nil {
 		err = derr
 	}

@@ -188,21 +188,7 @@ func (s *Store) putNamed(ctx context.Context, path string, r io.Reader, size int
 	if err != nil {
 		return errors.Is(err, os.ErrNotExist), err
 	}
-	bufp := copyBufs.Get().(*[]byte)
-	err = copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, !object.ReadSoon(ctx))
-	copyBufs.Put(bufp)
-	if err == nil {
-		err = drained(r, size)
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err == nil {
-		err = unix.Fdatasync(int(f.Fd()))
-		if err == nil && testHookSynced != nil {
-			testHookSynced(path)
-		}
-	}
+	err = fillSynced(ctx, f, path, r, size, !object.ReadSoon(ctx))
 	if err == nil {
 		var st unix.Stat_t
 		if err = unix.Fstat(int(f.Fd()), &st); err == nil && st.Nlink == 0 {

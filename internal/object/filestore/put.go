@@ -173,6 +173,29 @@ func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64, durable
 	return err
 }
 
+// fillSynced copies exactly size bytes from r into f, as writeSync does
+// (with O_DIRECT if direct), and fdatasyncs f: its bytes and whatever
+// reading them back needs. testHookSynced is told of path. The small
+// fresh Puts (fresh.go, spare.go, named.go) write this way.
+func fillSynced(ctx context.Context, f *os.File, path string, r io.Reader, size int64, direct bool) error {
+	bufp := copyBufs.Get().(*[]byte)
+	err := copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, direct)
+	copyBufs.Put(bufp)
+	if err == nil {
+		err = drained(r, size)
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = unix.Fdatasync(int(f.Fd()))
+		if err == nil && testHookSynced != nil {
+			testHookSynced(path)
+		}
+	}
+	return err
+}
+
 // drained fails if r, from which size bytes were read, has more.
 func drained(r io.Reader, size int64) error {
 	var one [1]byte

@@ -247,23 +247,11 @@ func (s *Store) putSpare(ctx context.Context, sp *spare, f *os.File, path string
 	// directory's fsync run while this one writes and fdatasyncs.
 	renamed := make(chan error, 1)
 	go func() { renamed <- nameSpare(tmp, path, dir) }()
-	bufp := copyBufs.Get().(*[]byte)
-	err = copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, false)
-	copyBufs.Put(bufp)
-	if err == nil {
-		err = drained(r, size)
-	}
-	if err == nil && sp.size > size {
+	if sp.size > size {
 		err = f.Truncate(size)
 	}
 	if err == nil {
-		err = ctx.Err()
-	}
-	if err == nil {
-		err = unix.Fdatasync(int(f.Fd()))
-		if err == nil && testHookSynced != nil {
-			testHookSynced(path)
-		}
+		err = fillSynced(ctx, f, path, r, size, false)
 	}
 	rerr := <-renamed
 	named = rerr == nil
