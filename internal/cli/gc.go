@@ -152,6 +152,9 @@ func printGC(w io.Writer, r *gc.Report, asJSON bool) error {
 	fmt.Fprintf(w, "  young     %s (unreferenced, within grace: kept)%s\n", count(r.Young), gcSample(r.YoungKeys))
 	fmt.Fprintf(w, "  freed     %s (of freed slices)\n", count(r.FreedObjs))
 	fmt.Fprintf(w, "  foreign   %s (not block names: kept)%s\n", count(r.Foreign), gcSample(r.Foreigners))
+	if r.TempRemoved > 0 {
+		fmt.Fprintf(w, "  temporary %d files of interrupted writes removed\n", r.TempRemoved)
+	}
 	if r.Mismatched.Objects > 0 {
 		fmt.Fprintf(w, "  odd       %s (blocks a live slice does not have: kept; wrong block size?)%s\n", count(r.Mismatched), gcSample(r.MismatchedKeys))
 	}

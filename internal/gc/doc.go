@@ -3,7 +3,8 @@
 // crashed before committing the slice) and the objects of freed slices
 // (slices whose last reference is gone; normally a mount's cleaner deletes
 // them). It also reports damage it meets on the way: slices the metadata
-// refers to whose objects are missing.
+// refers to whose objects are missing. On stores that keep temporary
+// files of their own (the file store), it removes stale ones.
 //
 // It owns the collection algorithm and its report; the CLI (internal/cli,
 // "shoal gc") opens the volume and prints. Import rules: gc imports meta
@@ -69,6 +70,10 @@
 //     confirmation, closes it: if any copy happened in between, no leaked
 //     object is deleted this run (Report.Postponed), and the next run,
 //     with no copy under way, decides.
+//  6. Temporary files (unless a dry run): a store that keeps its own
+//     beside the objects (TempRemover: the file store's unfinished Puts
+//     and a mount's spare files, which a killed mount leaves) removes
+//     those older than StaleTempAge, or any with no grace (temp.go).
 //
 // Freed slices' objects are deleted only with DeleteFreed, without grace:
 // the engine says no reference remains, and none can come back (slice ids

@@ -92,14 +92,17 @@ type Report struct {
 	Reprieved  int64     `json:"reprieved"`          // leaked objects whose slice became referenced
 	// Postponed counts leaked objects kept because slices were copied
 	// (copy_file_range, a clone or a snapshot) while gc scanned.
-	Postponed  int64    `json:"postponed"`
-	Deleted    Count    `json:"deleted"`         // leaked objects deleted
-	FreedDel   Count    `json:"freed_deleted"`   // objects of freed slices deleted
-	FreedGone  int      `json:"freed_forgotten"` // freed slices dropped from the freed list
-	Failures   []string `json:"failures,omitempty"`
-	LeakedKeys []string `json:"leaked_sample,omitempty"`
-	YoungKeys  []string `json:"young_sample,omitempty"`
-	Foreigners []string `json:"foreign_sample,omitempty"`
+	Postponed int64 `json:"postponed"`
+	Deleted   Count `json:"deleted"`         // leaked objects deleted
+	FreedDel  Count `json:"freed_deleted"`   // objects of freed slices deleted
+	FreedGone int   `json:"freed_forgotten"` // freed slices dropped from the freed list
+	// TempRemoved counts the store's stale temporary files removed
+	// (StaleTempAge): left by killed writers.
+	TempRemoved int      `json:"temp_removed"`
+	Failures    []string `json:"failures,omitempty"`
+	LeakedKeys  []string `json:"leaked_sample,omitempty"`
+	YoungKeys   []string `json:"young_sample,omitempty"`
+	Foreigners  []string `json:"foreign_sample,omitempty"`
 	// MismatchedKeys samples Mismatched.
 	MismatchedKeys []string `json:"mismatched_sample,omitempty"`
 	// Refused says why nothing was deleted although this was no dry run.
@@ -208,6 +211,7 @@ func (c *collector) run(ctx context.Context) error {
 	if err := c.deleteLeaked(ctx); err != nil {
 		return err
 	}
+	c.removeTemp(ctx)
 	if c.o.DeleteFreed {
 		return c.deleteFreed(ctx)
 	}

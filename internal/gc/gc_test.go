@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"shoal/internal/meta/kv/memkv"
 	"shoal/internal/meta/kvmeta"
 	"shoal/internal/object"
+	"shoal/internal/object/filestore"
 	"shoal/internal/object/memstore"
 )
 
@@ -377,3 +380,41 @@ func TestFreedDuringGCIsNotDamage(t *testing.T) {
 		t.Fatalf("gc = %+v, %v; want no damage", rep, err)
 	}
 }
+
+// TestStaleTempRemoved: on a file store (under the checksum wrapper),
+// gc removes temporary files a killed writer left once they are
+// StaleTempAge old, keeps younger ones, and touches none in a dry run.
+func TestStaleTempRemoved(t *testing.T) {
+	e := newEnv(t)
+	fsStore, err := filestore.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.store = object.WithChecksum(fsStore)
+	dir := filepath.Join(fsStore.Root(), "chunks", "0", "0")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale, fresh := filepath.Join(dir, ".shoal-tmp-spare-1"), filepath.Join(dir, ".shoal-tmp-2")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, make([]byte, 4096), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-gc.StaleTempAge - time.Minute)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if rep := e.run(gc.Options{DryRun: true}); rep.TempRemoved != 0 || !fileExists(stale) {
+		t.Fatalf("dry run removed temporary files: %+v", rep)
+	}
+	rep := e.run(gc.Options{Grace: time.Minute})
+	if rep.TempRemoved != 1 || fileExists(stale) || !fileExists(fresh) {
+		t.Fatalf("removed %d; stale there %v, fresh there %v; want only the stale one removed", rep.TempRemoved, fileExists(stale), fileExists(fresh))
+	}
+	if rep := e.run(gc.Options{Grace: time.Nanosecond}); rep.TempRemoved != 1 || fileExists(fresh) {
+		t.Fatalf("no grace: removed %d, fresh there %v", rep.TempRemoved, fileExists(fresh))
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

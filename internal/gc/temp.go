@@ -1,0 +1,49 @@
+package gc
+
+import (
+	"context"
+	"time"
+
+	"shoal/internal/object"
+)
+
+// TempRemover is implemented by stores that keep temporary files of their
+// own beside the objects (the file store: Puts in progress and a mount's
+// spare files), which a killed writer leaves behind. gc asks the store
+// under any wrappers (object.Unwrapper).
+type TempRemover interface {
+	RemoveStaleTemp(ctx context.Context, age time.Duration) (int, error)
+}
+
+// StaleTempAge is how old a store's temporary file must be before gc
+// removes it, whatever a shorter grace says, unless the grace is a
+// nanosecond or less (a volume known to have no client): far above the
+// longest Put and the ten minutes after which a mount stops using a spare
+// file.
+const StaleTempAge = time.Hour
+
+// removeTemp removes the store's stale temporary files, if it keeps any.
+// A failure is listed with the failed deletes.
+func (c *collector) removeTemp(ctx context.Context) {
+	age := max(c.o.Grace, StaleTempAge)
+	if c.o.Grace <= time.Nanosecond {
+		age = c.o.Grace
+	}
+	s := c.store
+	for {
+		if r, ok := s.(TempRemover); ok {
+			c.prog.Set("temporary files", 0, 0)
+			n, err := r.RemoveStaleTemp(ctx, age)
+			c.rep.TempRemoved += n
+			if err != nil {
+				c.rep.Failures = append(c.rep.Failures, err.Error())
+			}
+			return
+		}
+		u, ok := s.(object.Unwrapper)
+		if !ok {
+			return
+		}
+		s = u.Unwrap()
+	}
+}
