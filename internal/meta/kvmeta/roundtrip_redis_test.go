@@ -135,10 +135,32 @@ func TestRedisStatFromCache(t *testing.T) {
 		}
 	}
 	untilCached("the root's getattr", func(c context.Context) error { _, err := e.Getattr(c, meta.RootIno); return err })
-	const n = 200
+	// The cache serves only while its tracking connection's pings come
+	// back within their bound, which a loaded machine can delay for a
+	// moment: a pass that falls short is repeated with new files, and the
+	// test fails only if three in a row do (a cache that does not serve
+	// own creates fails every pass).
+	const n, passes = 200, 3
+	served := 0
+	for pass := range passes {
+		served = cachedPass(t, e, ctx, cached, untilCached, pass, n)
+		if served >= 2*n*9/10 {
+			t.Logf("pass %d: %d of %d answers from the cache", pass, served, 2*n)
+			return
+		}
+		t.Logf("pass %d: only %d of %d answers from the cache; again with new files", pass, served, 2*n)
+	}
+	t.Fatalf("%d of %d lookups and getattrs of files just created were answered from the cache, want 90%% (%d passes)", served, 2*n, passes)
+}
+
+// cachedPass creates n files named after pass, then looks each up and
+// stats it, and returns how many of the 2n answers came from the cache.
+func cachedPass(t *testing.T, e meta.Engine, ctx context.Context, cached func() (context.Context, *meta.Cached),
+	untilCached func(string, func(context.Context) error), pass, n int) int {
+	t.Helper()
 	inos := make([]meta.Ino, n)
 	for i := range n {
-		ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: fmt.Sprint("f", i), Type: meta.TypeFile, Mode: 0o644, Exclusive: true})
+		ent, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: fmt.Sprint("p", pass, "f", i), Type: meta.TypeFile, Mode: 0o644, Exclusive: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,9 +170,9 @@ func TestRedisStatFromCache(t *testing.T) {
 	served := 0
 	for i := range n {
 		c, rep := cached()
-		ent, err := e.Lookup(c, meta.RootIno, fmt.Sprint("f", i))
+		ent, err := e.Lookup(c, meta.RootIno, fmt.Sprint("p", pass, "f", i))
 		if err != nil || ent.Ino != inos[i] {
-			t.Fatalf("lookup f%d: %v, %v; want inode %d", i, ent.Ino, err, inos[i])
+			t.Fatalf("lookup p%df%d: %v, %v; want inode %d", pass, i, ent.Ino, err, inos[i])
 		}
 		if !rep.At().IsZero() {
 			served++
@@ -163,10 +185,7 @@ func TestRedisStatFromCache(t *testing.T) {
 			served++
 		}
 	}
-	if served < 2*n*9/10 {
-		t.Fatalf("%d of %d lookups and getattrs of files just created were answered from the cache, want 90%%", served, 2*n)
-	}
-	t.Logf("%d of %d answers from the cache", served, 2*n)
+	return served
 }
 
 // TestRedisFreshDirLookups: in a directory this client made, a trusted
