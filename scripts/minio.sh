@@ -17,14 +17,15 @@
 # The server listens on 127.0.0.1 only, with a fixed test account; its data
 # and log live in $SHOAL_MINIO_DIR (default ${TMPDIR:-/tmp}/shoal-minio-PORT).
 #
-# Settings (environment): SHOAL_CACHE, SHOAL_MINIO_PORT (59000),
-# SHOAL_MINIO_DIR, SHOAL_MINIO_BUCKET (shoal-test).
+# Settings (environment): SHOAL_CACHE, SHOAL_MINIO_PORT (19000),
+# SHOAL_MINIO_DIR, SHOAL_MINIO_BUCKET (shoal-test). The port is below
+# Linux's ephemeral range, as in services.sh.
 set -euo pipefail
 
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 CACHE_BIN=${SHOAL_CACHE:-/var/cache/shoal}/bin
 MINIO=$CACHE_BIN/minio
-PORT=${SHOAL_MINIO_PORT:-59000}
+PORT=${SHOAL_MINIO_PORT:-19000}
 ADDR=127.0.0.1:$PORT
 STATE=${SHOAL_MINIO_DIR:-${TMPDIR:-/tmp}/shoal-minio-$PORT}
 BUCKET=${SHOAL_MINIO_BUCKET:-shoal-test}

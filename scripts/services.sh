@@ -14,8 +14,10 @@
 # Only the export lines go to stdout; progress goes to stderr. Every command
 # is idempotent. Settings (environment):
 #   SHOAL_SERVICES_DIR  data, logs, pid files   (default /var/tmp/shoal-services)
-#   SHOAL_PG_PORT       PostgreSQL port          (default 55432)
-#   SHOAL_REDIS_PORT    Redis port               (default 56379)
+#   SHOAL_PG_PORT       PostgreSQL port          (default 15432)
+#   SHOAL_REDIS_PORT    Redis port               (default 16379)
+# Ports are below Linux's ephemeral range (32768-60999): a port in it can be
+# held by an outgoing connection's local end, and a server then cannot bind.
 #
 # PostgreSQL runs with fsync=off (it only matters when the OS crashes; a
 # killed server loses nothing committed) and a "shoal" superuser owning a
@@ -25,8 +27,8 @@
 set -eu
 
 DIR=${SHOAL_SERVICES_DIR:-/var/tmp/shoal-services}
-PG_PORT=${SHOAL_PG_PORT:-55432}
-REDIS_PORT=${SHOAL_REDIS_PORT:-56379}
+PG_PORT=${SHOAL_PG_PORT:-15432}
+REDIS_PORT=${SHOAL_REDIS_PORT:-16379}
 PG_DATA=$DIR/pg
 REDIS_DIR=$DIR/redis
 PG_URL="postgres://shoal:shoal@127.0.0.1:$PG_PORT/shoal?sslmode=disable"
