@@ -136,6 +136,11 @@ func Run(ctx context.Context, eng meta.Engine, store object.Store, o Options) (*
 	return c.rep, nil
 }
 
+// noClients reports a grace of a nanosecond or less: the caller knows no
+// client writes to the volume, so the floors for a mount's prepared names
+// (PreparedGrace) and temporary files (StaleTempAge) do not apply.
+func (o Options) noClients() bool { return o.Grace <= time.Nanosecond }
+
 func (o Options) withDefaults() Options {
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace

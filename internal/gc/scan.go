@@ -37,8 +37,8 @@ func (c *collector) clock(ctx context.Context) error {
 	}
 	c.rep.Start, c.rep.Cutoff = t0, t0.Add(-c.o.Grace)
 	c.preparedCutoff = c.rep.Cutoff
-	if c.o.Grace > time.Nanosecond && c.o.Grace < PreparedGrace {
-		c.preparedCutoff = t0.Add(-PreparedGrace)
+	if !c.o.noClients() {
+		c.preparedCutoff = t0.Add(-max(c.o.Grace, PreparedGrace))
 	}
 	return nil
 }

@@ -25,9 +25,9 @@ const StaleTempAge = time.Hour
 // removeTemp removes the store's stale temporary files, if it keeps any.
 // A failure is listed with the failed deletes.
 func (c *collector) removeTemp(ctx context.Context) {
-	age := max(c.o.Grace, StaleTempAge)
-	if c.o.Grace <= time.Nanosecond {
-		age = c.o.Grace
+	age := c.o.Grace
+	if !c.o.noClients() {
+		age = max(age, StaleTempAge)
 	}
 	s := c.store
 	for {

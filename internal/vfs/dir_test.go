@@ -39,7 +39,7 @@ func (c *countingEngine) Readdir(ctx context.Context, ino meta.Ino, after string
 func TestReaddirNamesReadOnce(t *testing.T) {
 	ctx := context.Background()
 	var eng *countingEngine
-	fs := newFSOver(t, func(inner meta.Engine) meta.Engine {
+	fs, _ := newFSOver(t, func(inner meta.Engine) meta.Engine {
 		eng = &countingEngine{Engine: inner}
 		return eng
 	})

@@ -24,12 +24,14 @@ import (
 // vfs logic itself (the engines and stores have their own suites).
 func newFS(t *testing.T) *vfs.FS {
 	t.Helper()
-	return newFSOver(t, nil)
+	fs, _ := newFSOver(t, nil)
+	return fs
 }
 
 // newFSOver is newFS with the engine wrapped by wrap (nil: none), for
-// tests that count or hold an engine's calls.
-func newFSOver(t *testing.T, wrap func(meta.Engine) meta.Engine) *vfs.FS {
+// tests that count or hold an engine's calls; it also returns the data
+// store, for its statistics.
+func newFSOver(t *testing.T, wrap func(meta.Engine) meta.Engine) (*vfs.FS, *data.Store) {
 	t.Helper()
 	ctx := context.Background()
 	inner := kvmeta.New(memkv.New(), kvmeta.Options{})
@@ -49,7 +51,7 @@ func newFSOver(t *testing.T, wrap func(meta.Engine) meta.Engine) *vfs.FS {
 		store.Close()
 		inner.Close()
 	})
-	return fs
+	return fs, store
 }
 
 func create(t *testing.T, fs *vfs.FS, name string) (meta.Ino, vfs.Fh) {

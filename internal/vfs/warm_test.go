@@ -7,12 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"shoal/internal/data"
 	"shoal/internal/meta"
-	"shoal/internal/meta/kv/memkv"
-	"shoal/internal/meta/kvmeta"
-	"shoal/internal/object/memstore"
-	"shoal/internal/vfs"
 )
 
 // gatedEngine counts ReadChunk calls and, while gate is set, holds each
@@ -38,17 +33,11 @@ func (g *gatedEngine) ReadChunk(ctx context.Context, ino meta.Ino, index uint32)
 // read through this mount soon (write-only, an empty file) load nothing.
 func TestOpenWarmsFirstRead(t *testing.T) {
 	ctx := context.Background()
-	eng := &gatedEngine{Engine: kvmeta.New(memkv.New(), kvmeta.Options{})}
-	if err := eng.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
-		t.Fatal(err)
-	}
-	store := data.New(memstore.New(), data.Config{BlockSize: 64 << 10})
-	fs := vfs.New(eng, store, vfs.Config{})
-	defer func() {
-		fs.Close(ctx)
-		store.Close()
-		eng.Close()
-	}()
+	var eng *gatedEngine
+	fs, store := newFSOver(t, func(inner meta.Engine) meta.Engine {
+		eng = &gatedEngine{Engine: inner}
+		return eng
+	})
 	want := []byte("a small file, read soon after its open")
 	f, fh := create(t, fs, "f")
 	if _, err := fs.Write(ctx, fh, 0, want); err != nil {
