@@ -3,14 +3,10 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"shoal/internal/testutil"
-	"shoal/tests/isolate"
 )
 
 // The kernel asks for attributes with every page of a listing
@@ -84,24 +80,11 @@ func TestListingAfterAppend(t *testing.T) {
 // only for what is left of the timeout since the read, not for a fresh
 // timeout.
 func TestListingAgeBound(t *testing.T) {
-	for _, e := range []struct {
-		name string
-		url  func(t *testing.T) string
-	}{
-		{"sqlite", func(t *testing.T) string { return "" }},
-		{"postgres", func(t *testing.T) string { return isolate.PGSchemaURL(t, testutil.PGURL(t)) }},
-		{"redis", func(t *testing.T) string { return isolate.RedisNamespaceURL(t, testutil.RedisURL(t)) }},
-	} {
-		t.Run(e.name, func(t *testing.T) { testListingAgeBound(t, e.url(t)) })
-	}
+	forEngines(t, testListingAgeBound)
 }
 
 func testListingAgeBound(t *testing.T, metaURL string) {
-	testutil.RequireFUSE(t)
-	v := testutil.NewVolumeWith(t, testutil.VolumeConfig{MetaURL: metaURL})
-	second := filepath.Join(v.Dir, "mnt2")
-	ok(t, os.Mkdir(second, 0o755), "mkdir")
-	a, b := v.Mount(t), v.MountAt(t, second)
+	a, b := twoMountsOn(t, metaURL)
 	dir := a.Path("d")
 	listingDir(t, dir, 600)
 	time.Sleep(1100 * time.Millisecond) // the names the creates cached expire

@@ -13,17 +13,40 @@ import (
 	"golang.org/x/sys/unix"
 
 	"shoal/internal/testutil"
+	"shoal/tests/isolate"
 )
 
 // twoMounts mounts one volume twice on this machine, as two clients of the
 // same engine and store would be.
 func twoMounts(t *testing.T, extra ...string) (*testutil.Mount, *testutil.Mount) {
 	t.Helper()
+	return twoMountsOn(t, "", extra...)
+}
+
+// twoMountsOn is twoMounts on a volume of the engine metaURL names ("":
+// SQLite in the volume's directory).
+func twoMountsOn(t *testing.T, metaURL string, extra ...string) (*testutil.Mount, *testutil.Mount) {
+	t.Helper()
 	testutil.RequireFUSE(t)
-	v := testutil.NewVolume(t)
+	v := testutil.NewVolumeWith(t, testutil.VolumeConfig{MetaURL: metaURL})
 	second := filepath.Join(v.Dir, "mnt2")
 	ok(t, os.Mkdir(second, 0o755), "mkdir")
 	return v.Mount(t, extra...), v.MountAt(t, second, extra...)
+}
+
+// forEngines runs fn on each metadata engine, given a META-URL for a
+// fresh volume ("" for SQLite in the volume's directory).
+func forEngines(t *testing.T, fn func(t *testing.T, metaURL string)) {
+	for _, e := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"sqlite", func(t *testing.T) string { return "" }},
+		{"postgres", func(t *testing.T) string { return isolate.PGSchemaURL(t, testutil.PGURL(t)) }},
+		{"redis", func(t *testing.T) string { return isolate.RedisNamespaceURL(t, testutil.RedisURL(t)) }},
+	} {
+		t.Run(e.name, func(t *testing.T) { fn(t, e.url(t)) })
+	}
 }
 
 // TestCloseToOpenStrict: with kernel caches off, whatever one mount wrote

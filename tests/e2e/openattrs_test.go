@@ -46,9 +46,14 @@ func readAll(t *testing.T, path string) []byte {
 // the first time is opened and read without a GETATTR (the open does not
 // drop attributes the kernel holds for certain, fusefs/kattrs.go), and an
 // open still drops attributes the kernel cached before another mount
-// changed the file, so the read sees the new size (close-to-open).
+// changed the file, so the read sees the new size (close-to-open). On
+// every engine.
 func TestOpenKeepsFreshAttributes(t *testing.T) {
-	a, b := twoMounts(t, "--metrics", "127.0.0.1:0")
+	forEngines(t, testOpenKeepsFreshAttributes)
+}
+
+func testOpenKeepsFreshAttributes(t *testing.T, metaURL string) {
+	a, b := twoMountsOn(t, metaURL, "--metrics", "127.0.0.1:0")
 	first := randBytes(1, 5000)
 	writeFile(t, a.Path("f"), first, 0o644)
 
