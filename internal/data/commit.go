@@ -61,7 +61,7 @@ func (w *Writer) commitLoop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for w.headReady() {
-		batch, ws, refs := w.nextBatch()
+		batch, ws, refs := w.nextBatch(nil)
 		var old []meta.Slice
 		for i, s := range batch {
 			if time.Since(s.stored) > w.s.verifyAfter {
@@ -80,33 +80,50 @@ func (w *Writer) commitLoop() {
 		}
 		w.mu.Lock()
 		if err != nil {
-			w.commitErr = fmt.Errorf("data: commit inode %d chunk %d %v (+%d more): %w", w.ino, batch[0].chunk, ws[0].S, len(ws)-1, err)
-			w.s.log.Error("data: slice commit failed", "ino", w.ino, "chunk", batch[0].chunk, "slices", len(ws), "err", err)
+			w.commitFailed(batch, ws, err)
 			break
 		}
-		for p, n := range refs {
-			p.refs += n
-		}
-		for _, s := range batch {
-			w.pop(s)
-		}
-		w.notify()
-		w.sealHeadPack()
+		w.dropCommitted(batch, refs)
 	}
 	w.committing = false
 	w.notify()
 }
 
+// commitFailed keeps a failed commit's error for Flush. Called with w.mu
+// held.
+func (w *Writer) commitFailed(batch []*slice, ws []meta.SliceWrite, err error) {
+	w.commitErr = fmt.Errorf("data: commit inode %d chunk %d %v (+%d more): %w", w.ino, batch[0].chunk, ws[0].S, len(ws)-1, err)
+	w.s.log.Error("data: slice commit failed", "ino", w.ino, "chunk", batch[0].chunk, "slices", len(ws), "err", err)
+}
+
+// dropCommitted drops the committed batch from the queue and counts the pack
+// references its records took. Called with w.mu held.
+func (w *Writer) dropCommitted(batch []*slice, refs map[*pack]int) {
+	for p, n := range refs {
+		p.refs += n
+	}
+	for _, s := range batch {
+		w.pop(s)
+	}
+	w.notify()
+	w.sealHeadPack()
+}
+
 // nextBatch returns the ready slices at the head of the queue, their
 // records, and how many records each pack among them gets. A pack's first
 // committed record holds its implicit reference; later ones are Shared.
-// Called with w.mu held.
-func (w *Writer) nextBatch() ([]*slice, []meta.SliceWrite, map[*pack]int) {
+// With early set, members of that pack whose Put is running count as
+// ready too, and the batch stops at a slice stored long enough ago to
+// need verify (gated.go). Called with w.mu held.
+func (w *Writer) nextBatch(early *pack) ([]*slice, []meta.SliceWrite, map[*pack]int) {
 	var batch []*slice
 	var ws []meta.SliceWrite
 	refs := map[*pack]int{}
 	for _, s := range w.queue {
-		if len(batch) == maxCommitBatch || !s.ready() {
+		if len(batch) == maxCommitBatch || !(s.ready() || s.waitsOnlyFor(early)) {
+			break
+		}
+		if early != nil && s.pack != early && time.Since(s.stored) > w.s.verifyAfter {
 			break
 		}
 		size, off := s.object()

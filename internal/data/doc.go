@@ -93,6 +93,12 @@
 // the commit itself (claimCommit), so an fsync's path hands off between
 // goroutines twice (Flush to the upload, the commit back to Flush), not
 // three times.
+// When the head slice waits only for a small pack whose name was made
+// durable ahead, and the engine honours commit gates (Config.GatedCommit),
+// the upload runs the commit's transaction while the pack's bytes are
+// written out and makes the object durable just before the COMMIT
+// (gated.go, meta/gate.go): invariant 1 holds, since the engine commits
+// only after the gate, which returns once the object is durable.
 // Pages return to the pool as soon as their block is stored; a slice
 // waiting only for its commit holds no buffer.
 //

@@ -122,8 +122,13 @@ func (w *Writer) startPackUpload(p *pack) {
 // (claimCommit).
 func (w *Writer) uploadPack(p *pack, gen uint64) {
 	var err error
+	named := false
 	if p.id == 0 {
 		p.id = w.s.takeNamed(p.size)
+		named = p.id != 0
+	}
+	if named && w.gatedPut(p, gen) {
+		return
 	}
 	if p.id == 0 {
 		p.id, err = w.newID(w.s.ctx)
@@ -153,12 +158,18 @@ func (w *Writer) packUploaded(p *pack, gen uint64, err error) (commit bool) {
 	defer w.s.buf.uploading(-1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	defer w.notify()
+	return w.packDone(p, gen, err) && w.claimCommit()
+}
+
+// packDone records the outcome of p's upload and reports whether p is
+// stored. The caller notifies waiters. Called with w.mu held.
+func (w *Writer) packDone(p *pack, gen uint64, err error) (stored bool) {
 	p.uploading = false
 	for _, m := range p.members {
 		m.blocks[0].uploading = false
 	}
 	w.uploading--
-	defer w.notify()
 	switch {
 	case err != nil && !w.closed && gen != w.gen:
 		w.startPackUpload(p) // a retry was asked for while this ran
@@ -179,7 +190,7 @@ func (w *Writer) packUploaded(p *pack, gen uint64, err error) (commit bool) {
 			m.idMu.Unlock()
 			w.stored(m, m.blocks[0])
 		}
-		return w.claimCommit()
+		return true
 	}
 	return false
 }

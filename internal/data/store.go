@@ -59,6 +59,11 @@ type Config struct {
 	// slice ids ahead and has the object store make their small blocks'
 	// names durable before their Puts, where it can (named.go).
 	NewID IDFunc
+	// GatedCommit says that the CommitFuncs of this Store's Writers
+	// await meta.AwaitCommitGate before they commit (kvmeta's
+	// WriteSlices does): a small pack's commit may then run beside its
+	// Put (gated.go).
+	GatedCommit bool
 }
 
 func (c Config) withDefaults() Config {

@@ -117,14 +117,32 @@ func (w *Writer) sliceID(s *slice) (meta.SliceID, error) {
 // and the engine names a block only after its Put, so a file store writes
 // it in place, without a temporary file and rename.
 func (s *Store) put(key string, newReader func() io.Reader, size int, readSoon bool) error {
+	if err := s.uploadSlot(); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return s.putInSlot(key, newReader, size, readSoon, nil)
+}
+
+// uploadSlot waits for one of the Store's upload slots.
+func (s *Store) uploadSlot() error {
+	select {
+	case s.uploads <- struct{}{}:
+		return nil
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+}
+
+// putInSlot is put for a caller holding an upload slot (uploadSlot),
+// which it gives back. With a batch, the object is durable only once the
+// batch's Sync returns nil (object.WithSyncBatch).
+func (s *Store) putInSlot(key string, newReader func() io.Reader, size int, readSoon bool, batch *object.SyncBatch) error {
 	ctx := object.WithFreshKey(s.ctx)
 	if readSoon {
 		ctx = object.WithReadSoon(ctx)
 	}
-	select {
-	case s.uploads <- struct{}{}:
-	case <-s.ctx.Done():
-		return fmt.Errorf("put %s: %w", key, s.ctx.Err())
+	if batch != nil {
+		ctx = object.WithSyncBatch(ctx, batch)
 	}
 	err := s.objects.Put(ctx, key, newReader(), int64(size))
 	<-s.uploads

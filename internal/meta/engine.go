@@ -79,7 +79,9 @@ type Engine interface {
 	// slice id that already holds a reference (Shared: an earlier record
 	// of the same object was committed, as when one object packs several
 	// small writes) take a reference of their own. SliceCount reports the
-	// last record's chunk; Counts every chunk written.
+	// last record's chunk; Counts every chunk written. An engine that
+	// implements CommitGater awaits the context's commit gate last,
+	// before it commits (gate.go).
 	WriteSlices(ctx context.Context, ino Ino, ws []SliceWrite) (CommitResult, error)
 	// CopyFileRange clones bytes from one file to another (or the same)
 	// by reference, without copying data. It returns the bytes copied,

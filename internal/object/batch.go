@@ -18,7 +18,10 @@ import (
 // leave one incomplete (shorter than it was put), so whoever trusts an
 // object after a crash must check it (block keys carry their length).
 // It is a hint, as WithReadSoon is: stores whose Puts are durable anyway
-// (S3, memory) ignore it.
+// (S3, memory) ignore it. With WithFreshKey too, a file store may write
+// the object in place (a key whose name it made durable ahead), so that
+// until Sync a reader of the key could see it incomplete: fresh keys are
+// read by nobody before their Put's caller names them (data/gated.go).
 type SyncBatch struct {
 	mu    sync.Mutex
 	ids   map[any]bool

@@ -149,6 +149,9 @@ func Open(ctx context.Context, metaURL string, opts Options) (*Volume, error) {
 	dc := opts.Data
 	dc.BlockSize = f.BlockSize
 	dc.NewID = eng.NewSliceID
+	if g, ok := eng.(meta.CommitGater); ok {
+		dc.GatedCommit = g.AwaitsCommitGate()
+	}
 	if dc.Logger == nil {
 		dc.Logger = opts.Logger
 	}

@@ -369,6 +369,13 @@ func (e *Engine) WriteSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 	return res, wrap(err, "write %d slices of inode %d", len(ws), ino)
 }
 
+var _ meta.CommitGater = (*Engine)(nil)
+
+// AwaitsCommitGate implements meta.CommitGater: WriteSlices awaits the
+// context's commit gate as the last step of its transaction, before the
+// store commits it.
+func (e *Engine) AwaitsCommitGate() bool { return true }
+
 func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceWrite) (meta.CommitResult, error) {
 	var res meta.CommitResult
 	for _, w := range ws {
@@ -435,7 +442,8 @@ func (e *Engine) writeSlices(ctx context.Context, ino meta.Ino, ws []meta.SliceW
 		if len(ws) > 0 {
 			res.SliceCount = res.Counts[ws[len(ws)-1].Index]
 		}
-		return nil
+		// Last: the blocks may still be on their way (meta/gate.go).
+		return meta.AwaitCommitGate(ctx)
 	})
 	return res, err
 }

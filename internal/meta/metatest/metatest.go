@@ -46,6 +46,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Setattr", testSetattr},
 		{"Chunks", testChunks},
 		{"WriteSlices", testWriteSlices},
+		{"CommitGate", testCommitGate},
 		{"Truncate", testTruncate},
 		{"Fallocate", testFallocate},
 		{"Copy", testCopy},

@@ -67,7 +67,7 @@ func (s *Store) putFresh(ctx context.Context, path string, r io.Reader, size int
 	}
 	if made, ok := s.named.take(path); ok {
 		if time.Since(made) < namedMaxAge {
-			if gone, err := s.putNamed(ctx, path, r, size); !gone {
+			if gone, err := s.putNamed(ctx, path, r, size, nil); !gone {
 				return false, err
 			}
 		} else {

@@ -180,15 +180,68 @@ func (s *Store) Unprepare(keys []string) {
 	}
 }
 
+// putNamedLater is putNamed for a Put whose durability batch takes
+// (object.WithSyncBatch): it reports done unless path was not prepared
+// (or too old to use), in which case the caller puts it otherwise.
+//
+// The data layer's commit that runs beside a small Put (data/gated.go)
+// puts this way: the Put writes the bytes and starts their write-out
+// (sync_file_range), the commit's transaction does its work meanwhile,
+// on the same goroutine, and the batch's Sync (the fdatasync, then the
+// link check) runs just before the COMMIT. Until then nothing refers to
+// the key, so the object being incomplete meanwhile is never seen.
+func (s *Store) putNamedLater(ctx context.Context, path string, r io.Reader, size int64, batch *object.SyncBatch) (done bool, err error) {
+	if size <= spareMax {
+		s.named.size.Store(size)
+	}
+	made, ok := s.named.take(path)
+	if !ok {
+		return false, nil
+	}
+	if time.Since(made) >= namedMaxAge {
+		os.Remove(path) // too old to use: made anew by the caller
+		return false, nil
+	}
+	gone, err := s.putNamed(ctx, path, r, size, batch)
+	return !gone, err
+}
+
 // putNamed writes a fresh key's object into its prepared file (see
 // above). It reports gone, having read nothing from r, if the file is
-// no longer there.
-func (s *Store) putNamed(ctx context.Context, path string, r io.Reader, size int64) (gone bool, err error) {
+// no longer there. With a batch, it leaves the fdatasync and what
+// follows it to the batch's Sync (putNamedLater).
+func (s *Store) putNamed(ctx context.Context, path string, r io.Reader, size int64, batch *object.SyncBatch) (gone bool, err error) {
 	f, err := openNoPoll(path, unix.O_WRONLY, 0)
 	if err != nil {
 		return errors.Is(err, os.ErrNotExist), err
 	}
-	err = fillSynced(ctx, f, path, r, size, !object.ReadSoon(ctx))
+	if batch == nil {
+		err = fillSynced(ctx, f, path, r, size, !object.ReadSoon(ctx))
+		return false, finishNamed(f, path, err)
+	}
+	if err = fill(ctx, f, r, size, !object.ReadSoon(ctx)); err != nil {
+		return false, finishNamed(f, path, err)
+	}
+	// Start the write-out now: the Sync then mostly waits for the
+	// device's cache flush, not for the bytes' transfer too.
+	_ = unix.SyncFileRange(int(f.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
+	batch.Later(path, func() error {
+		err := unix.Fdatasync(int(f.Fd()))
+		if err == nil && testHookSynced != nil {
+			testHookSynced(path)
+		}
+		return finishNamed(f, path, err)
+	})
+	return false, nil
+}
+
+// finishNamed ends a Put into a prepared file whose write and fdatasync
+// returned err: it checks that the file still has its name (a link
+// count above 0; an object removed under the Put, by gc run with a
+// grace shorter than namedMaxAge, fails it rather than leave a block
+// that only an open descriptor held) and closes it. A failed Put's file
+// is removed.
+func finishNamed(f *os.File, path string, err error) error {
 	if err == nil {
 		var st unix.Stat_t
 		if err = unix.Fstat(int(f.Fd()), &st); err == nil && st.Nlink == 0 {
@@ -200,10 +253,10 @@ func (s *Store) putNamed(ctx context.Context, path string, r io.Reader, size int
 	}
 	if err != nil {
 		os.Remove(path)
-		return false, err
+		return err
 	}
 	if testHookNamedUsed != nil {
 		testHookNamedUsed(path)
 	}
-	return false, nil
+	return nil
 }

@@ -160,3 +160,64 @@ func TestNamedTooOld(t *testing.T) {
 		t.Errorf("named set %v, want empty", s.named.paths)
 	}
 }
+
+// TestNamedPutLater checks a fresh Put of a prepared key whose
+// durability a SyncBatch takes (data/gated.go): it writes into the
+// prepared file and returns before any sync, the batch's Sync then
+// syncs the object (and nothing else) and checks its name; a removed
+// object fails the Sync, and an unprepared key takes the batch's usual
+// path (a synced temporary file renamed, the directory synced later).
+func TestNamedPutLater(t *testing.T) {
+	s := newStore(t)
+	keys := []string{"chunks/0/0/7_0_4", "chunks/0/0/8_0_4"}
+	if got := s.Prepare(context.Background(), keys); len(got) != 2 {
+		t.Fatalf("Prepare = %v", got)
+	}
+	synced := syncLog(t)
+	var used []string
+	testHookNamedUsed = func(p string) { used = append(used, p) }
+	t.Cleanup(func() { testHookNamedUsed = nil })
+	var b object.SyncBatch
+	ctx := object.WithSyncBatch(object.WithFreshKey(context.Background()), &b)
+	path := filepath.Join(s.Root(), keys[0])
+	before, _ := os.Stat(path)
+	if err := s.Put(ctx, keys[0], strings.NewReader("data"), 4); err != nil {
+		t.Fatal(err)
+	}
+	if log := synced(); len(log) != 0 || len(used) != 0 || b.Pending() != 1 {
+		t.Fatalf("after the Put: synced %v, used %v, %d pending; want nothing synced and one sync left to the batch", log, used, b.Pending())
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if log := synced(); len(log) != 1 || log[0] != path || len(used) != 1 {
+		t.Errorf("after Sync: synced %v, used %v; want just the object", log, used)
+	}
+	after, _ := os.Stat(path)
+	if !os.SameFile(before, after) {
+		t.Error("the Put replaced the prepared file instead of writing into it")
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "data" {
+		t.Errorf("object = %q, %v", got, err)
+	}
+
+	second := filepath.Join(s.Root(), keys[1])
+	if err := s.Put(ctx, keys[1], strings.NewReader("gone"), 4); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(second) // gc with a grace too short, under the Put
+	if err := b.Sync(); err == nil {
+		t.Error("Sync of an object removed under its Put succeeded")
+	}
+
+	other := "chunks/0/0/9_0_4"
+	if err := s.Put(ctx, other, strings.NewReader("else"), 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(s.Root(), other)); err != nil || string(got) != "else" {
+		t.Errorf("unprepared object = %q, %v", got, err)
+	}
+}

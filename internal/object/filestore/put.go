@@ -38,7 +38,11 @@ func (s *Store) put(ctx context.Context, path string, r io.Reader, size int64) e
 		return err
 	}
 	batch := object.SyncBatchOf(ctx)
-	if batch == nil && object.FreshKey(ctx) {
+	if batch != nil && object.FreshKey(ctx) {
+		if done, err := s.putNamedLater(ctx, path, r, size, batch); done {
+			return err
+		}
+	} else if object.FreshKey(ctx) {
 		if exists, err := s.putFresh(ctx, path, r, size); !exists {
 			return err
 		}
@@ -178,6 +182,18 @@ func writeSync(ctx context.Context, f *os.File, r io.Reader, size int64, durable
 // reading them back needs. testHookSynced is told of path. The small
 // fresh Puts (fresh.go, spare.go, named.go) write this way.
 func fillSynced(ctx context.Context, f *os.File, path string, r io.Reader, size int64, direct bool) error {
+	err := fill(ctx, f, r, size, direct)
+	if err == nil {
+		err = unix.Fdatasync(int(f.Fd()))
+		if err == nil && testHookSynced != nil {
+			testHookSynced(path)
+		}
+	}
+	return err
+}
+
+// fill is fillSynced without the fdatasync.
+func fill(ctx context.Context, f *os.File, r io.Reader, size int64, direct bool) error {
 	bufp := copyBufs.Get().(*[]byte)
 	err := copyDirect(f, io.LimitReader(ctxReader{ctx, r}, size), *bufp, size, direct)
 	copyBufs.Put(bufp)
@@ -186,12 +202,6 @@ func fillSynced(ctx context.Context, f *os.File, path string, r io.Reader, size 
 	}
 	if err == nil {
 		err = ctx.Err()
-	}
-	if err == nil {
-		err = unix.Fdatasync(int(f.Fd()))
-		if err == nil && testHookSynced != nil {
-			testHookSynced(path)
-		}
 	}
 	return err
 }
