@@ -134,6 +134,12 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, reuse t
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if off == 0 {
+		// The first request, or a rewind (rewinddir, seekdir to the
+		// start): the listing must show the directory as it is now, so
+		// nothing read before is used, not even the names read ahead.
+		d.rewind()
+	}
 	if plus && d.withAttr {
 		changed := d.gen != fs.changes.Load()
 		if changed || reuse <= 0 || time.Since(d.readAt) >= reuse {
@@ -187,6 +193,13 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, reuse t
 	}
 }
 
+// rewind empties d's window and drops the page read ahead: the next
+// request reads from the start afresh.
+func (d *dirStream) rewind() {
+	d.start, d.page, d.before, d.done = 2, nil, "", false
+	d.withAttr, d.small, d.ahead = false, true, nil
+}
+
 // fill moves d's window so that it holds offset off, unless the directory
 // ends before it. For readdirplus a window without attributes that may
 // still be served (see Readdir) is re-read with attributes from off.
@@ -194,8 +207,7 @@ func (fs *FS) Readdir(ctx context.Context, fh Fh, off uint64, plusN int, reuse t
 // drops those older than its own changes.
 func (fs *FS) fill(ctx context.Context, d *dirStream, off uint64, plus bool) error {
 	if off < d.start {
-		d.start, d.page, d.before, d.done = 2, nil, "", false // rewind (seekdir back)
-		d.withAttr = false
+		d.rewind() // seekdir back
 	}
 	for off >= d.start+uint64(len(d.page)) && !d.done {
 		if err := fs.nextPage(ctx, d, plus); err != nil {

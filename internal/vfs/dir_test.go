@@ -118,3 +118,54 @@ func list(t *testing.T, fs *vfs.FS, n int, plusAgain, changed bool) {
 		t.Fatalf("listed %d entries, want %d", len(seen), n+2)
 	}
 }
+
+// TestReaddirRewindReadsAfresh rewinds a listing after its first request,
+// when the names after the first page have been read ahead, and a name
+// was created meanwhile: rewinddir must show the directory as it is now
+// (POSIX), so the listing after the rewind holds the new name.
+func TestReaddirRewindReadsAfresh(t *testing.T) {
+	ctx := context.Background()
+	fs := newFS(t)
+	const n = 1000
+	for i := range n {
+		if _, err := fs.Mknod(ctx, meta.RootIno, fmt.Sprintf("f%05d", i), syscall.S_IFREG|0o644, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fh, err := fs.Opendir(ctx, meta.RootIno)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Releasedir(fh)
+	read := func(off uint64, plusN, room int, seen map[string]bool) uint64 {
+		got := 0
+		err := fs.Readdir(ctx, fh, off, plusN, time.Second, func(e meta.DirEntry, next uint64, _ time.Time) bool {
+			if got == room {
+				return false
+			}
+			seen[e.Name] = true
+			off, got = next, got+1
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == 0 {
+			return 0
+		}
+		return off
+	}
+	read(0, 49, 52, map[string]bool{})
+	time.Sleep(100 * time.Millisecond) // the names after the first page are read ahead
+	if _, err := fs.Mknod(ctx, meta.RootIno, "g", syscall.S_IFREG|0o644, 0); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	off := read(0, 49, 52, seen) // rewound: the kernel asks from offset 0 again
+	for off > 0 {
+		off = read(off, 0, 256, seen)
+	}
+	if !seen["g"] || len(seen) != n+3 {
+		t.Fatalf("after the rewind the listing holds %d entries (g: %v), want %d with g", len(seen), seen["g"], n+3)
+	}
+}

@@ -87,7 +87,8 @@
 // An open directory is read a page at a time (8192 names, or 1000
 // entries with attributes), the next page in the background while the
 // kernel consumes one (dir.go; after the first page, read with
-// attributes, the names after it, which the kernel asks for next). Each
+// attributes, the names after it, which the kernel asks for next). A
+// rewind reads afresh. Each
 // name is read once: a request with attributes reads no page once it has
 // had what the kernel's buffer holds, and names read ahead serve any
 // request for names inside them, also after one page with attributes
