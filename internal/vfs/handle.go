@@ -86,11 +86,18 @@ func (fs *FS) Create(ctx context.Context, parent meta.Ino, name string, mode uin
 // unlink on another mount until this handle's Release.
 func (fs *FS) Open(ctx context.Context, ino meta.Ino, flags uint32) (OpenResult, error) {
 	if fs.tracker != nil {
-		attr, err := fs.tracker.Open(ctx, ino, accessMask(flags))
+		var o meta.Opened
+		attr, err := fs.tracker.Open(meta.WithOpened(ctx, &o), ino, accessMask(flags))
 		if err != nil {
 			return OpenResult{}, err
 		}
 		res, _, err := fs.openInode(ctx, ino, attr, flags, true)
+		if err == nil && o.NoXattrs {
+			// No xattrs as of the open: the kernel's check of
+			// security.capability before the first write needs no
+			// engine read (caps: cached until the next open anyway).
+			fs.openFile(ino).noCaps()
+		}
 		return res, err
 	}
 	attr, err := fs.engine.Getattr(ctx, ino)

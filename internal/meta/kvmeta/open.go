@@ -246,10 +246,12 @@ func (o *openState) reset() {
 	clear(o.created)
 }
 
-// Open implements meta.OpenTracker.
+// Open implements meta.OpenTracker. A meta.Opened in ctx learns whether
+// the inode has no xattrs (flagXattrs clear), from the attributes read.
 func (e *Engine) Open(ctx context.Context, ino meta.Ino, mask uint32) (meta.Attr, error) {
 	write := e.opens.acquire(ino) && e.currentSession() != 0
 	var out meta.Attr
+	var noXattrs bool
 	fn := func(t *txn) error {
 		a, err := t.attr(ino)
 		if err != nil {
@@ -267,7 +269,7 @@ func (e *Engine) Open(ctx context.Context, ino meta.Ino, mask uint32) (meta.Attr
 		if write {
 			t.recordOpen(ino, a, t.opens.madeHere(ino))
 		}
-		out = *a
+		out, noXattrs = *a, t.flags[ino]&flagXattrs == 0
 		return nil
 	}
 	var err error
@@ -283,6 +285,9 @@ func (e *Engine) Open(ctx context.Context, ino meta.Ino, mask uint32) (meta.Attr
 	}
 	if write {
 		e.opens.recorded(ino)
+	}
+	if o := meta.OpenedTo(ctx); o != nil {
+		o.NoXattrs = noXattrs // an inode without flagXattrs never had one
 	}
 	return out, nil
 }
