@@ -11,6 +11,13 @@ type Opened struct {
 	// security.capability, which the kernel asks for before the first
 	// write of an open).
 	NoXattrs bool
+	// Chunk0, if HasChunk0, is the slice list of the file's first chunk
+	// (meta.Engine.ReadChunk's answer), when the engine had it at hand
+	// without reading more (kvmeta: its chunk cache, at the generation
+	// of the attributes the open read): the first read of a small file
+	// then needs no engine read.
+	Chunk0    []Slice
+	HasChunk0 bool
 }
 
 type openedKey struct{}

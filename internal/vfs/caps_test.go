@@ -67,16 +67,22 @@ func TestCapsOfCreatedFile(t *testing.T) {
 	}
 }
 
-// kvXattrCounter counts the Getxattr calls of a kvmeta engine, keeping
-// every other interface it implements (meta.OpenTracker among them).
-type kvXattrCounter struct {
+// kvCounter counts the Getxattr and ReadChunk calls of a kvmeta engine,
+// keeping every other interface it implements (meta.OpenTracker among
+// them).
+type kvCounter struct {
 	*kvmeta.Engine
-	gets atomic.Int64
+	gets, lists atomic.Int64
 }
 
-func (c *kvXattrCounter) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byte, error) {
+func (c *kvCounter) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byte, error) {
 	c.gets.Add(1)
 	return c.Engine.Getxattr(ctx, ino, name)
+}
+
+func (c *kvCounter) ReadChunk(ctx context.Context, ino meta.Ino, index uint32) ([]meta.Slice, error) {
+	c.lists.Add(1)
+	return c.Engine.ReadChunk(ctx, ino, index)
 }
 
 // TestCapsOfOpenedFile: the kernel asks for security.capability before
@@ -89,7 +95,7 @@ func TestCapsOfOpenedFile(t *testing.T) {
 	if err := kv.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
 		t.Fatal(err)
 	}
-	eng := &kvXattrCounter{Engine: kv}
+	eng := &kvCounter{Engine: kv}
 	store := data.New(memstore.New(), data.Config{BlockSize: 64 << 10})
 	fs := vfs.New(eng, store, vfs.Config{})
 	t.Cleanup(func() {
@@ -134,4 +140,57 @@ func TestCapsOfOpenedFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestFirstChunkAtOpen: an open of a file whose first chunk's list the
+// engine's chunk cache holds at the generation the open read hands it to
+// the reader (meta.Opened), so the first read lists nothing; after a
+// change of the list (a truncate, here) the next open's list is the new
+// one.
+func TestFirstChunkAtOpen(t *testing.T) {
+	ctx := context.Background()
+	var eng *kvCounter
+	fs, _ := newFSOver(t, func(inner meta.Engine) meta.Engine {
+		eng = &kvCounter{Engine: inner.(*kvmeta.Engine)}
+		return eng
+	})
+	want := []byte("a small file, read again after its close")
+	f, fh := create(t, fs, "f")
+	if _, err := fs.Write(ctx, fh, 0, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Release(ctx, fh); err != nil {
+		t.Fatal(err)
+	}
+	read := func(what string, want []byte) {
+		t.Helper()
+		before := eng.lists.Load()
+		res, err := fs.Open(ctx, f, syscall.O_RDONLY)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4096)
+		n, err := fs.Read(ctx, res.Fh, 0, buf)
+		if err != nil || string(buf[:n]) != string(want) {
+			t.Errorf("%s: read %q, %v; want %q", what, buf[:n], err, want)
+		}
+		if err := fs.Release(ctx, res.Fh); err != nil {
+			t.Fatal(err)
+		}
+		if n := eng.lists.Load() - before; n != 0 {
+			t.Errorf("%s: %d engine lists of a chunk the open had, want 0", what, n)
+		}
+	}
+	read("open and read", want)
+	res, err := fs.Open(ctx, f, syscall.O_WRONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Setattr(ctx, f, vfs.SetattrRequest{SetSize: true, Size: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Release(ctx, res.Fh); err != nil {
+		t.Fatal(err)
+	}
+	read("open and read after a truncate", want[:7])
 }

@@ -124,12 +124,22 @@ func (fs *FS) openFile(ino meta.Ino) *file {
 
 // refresh loads the engine's view at open(2): the length, and an empty
 // slice-list cache, so that closes on other machines become visible.
-func (f *file) refresh(attr meta.Attr) {
+func (f *file) refresh(attr meta.Attr) { f.refreshKnown(attr, meta.Opened{}) }
+
+// refreshKnown is refresh with what the engine learnt with attr (an open:
+// meta.Opened), which the file keeps as it would an engine read made then.
+func (f *file) refreshKnown(attr meta.Attr, known meta.Opened) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.chunks = map[uint32][]meta.Slice{}
+	if known.HasChunk0 {
+		f.chunks[0] = known.Chunk0
+	}
 	f.chunkGen++
-	f.capsLoaded = false
+	f.capsLoaded = known.NoXattrs
+	if known.NoXattrs {
+		f.capsValue, f.capsErr = nil, syscall.ENODATA
+	}
 	f.mode = attr.Mode
 	if f.writer == nil || !f.writer.Dirty() {
 		f.length = attr.Length

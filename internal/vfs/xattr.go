@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"context"
-	"syscall"
 
 	"shoal/internal/meta"
 )
@@ -75,12 +74,4 @@ func (f *file) caps(ctx context.Context) ([]byte, error) {
 	f.capsValue, f.capsErr, f.capsLoaded = v, err, true
 	f.mu.Unlock()
 	return v, err
-}
-
-// noCaps records that the file has no security.capability as of its open
-// (it was just created, or the open found it without xattrs).
-func (f *file) noCaps() {
-	f.mu.Lock()
-	f.capsValue, f.capsErr, f.capsLoaded = nil, syscall.ENODATA, true
-	f.mu.Unlock()
 }
