@@ -70,7 +70,7 @@ func (fs *FS) Create(ctx context.Context, parent meta.Ino, name string, mode uin
 	// write needs no engine read (cached as of this open, as caps does
 	// after a read).
 	known := meta.Opened{NoXattrs: flags&syscall.O_EXCL != 0}
-	res, attr, err := fs.openInode(ctx, e.Ino, e.Attr, flags, fs.tracker != nil, known)
+	res, attr, err := fs.openInode(ctx, e.Ino, e.Attr, flags, fs.tracker != nil, known, 0)
 	e.Attr = attr
 	return e, res, err
 }
@@ -89,11 +89,12 @@ func (fs *FS) Open(ctx context.Context, ino meta.Ino, flags uint32) (OpenResult,
 		// check of security.capability before the first write, and the
 		// first read, need no engine read.
 		var o meta.Opened
+		mark := fs.listChanges.Load()
 		attr, err := fs.tracker.Open(meta.WithOpened(ctx, &o), ino, accessMask(flags))
 		if err != nil {
 			return OpenResult{}, err
 		}
-		res, _, err := fs.openInode(ctx, ino, attr, flags, true, o)
+		res, _, err := fs.openInode(ctx, ino, attr, flags, true, o, mark)
 		return res, err
 	}
 	attr, err := fs.engine.Getattr(ctx, ino)
@@ -106,7 +107,7 @@ func (fs *FS) Open(ctx context.Context, ino meta.Ino, flags uint32) (OpenResult,
 	if err := fs.engine.Access(ctx, ino, accessMask(flags)); err != nil {
 		return OpenResult{}, err
 	}
-	res, _, err := fs.openInode(ctx, ino, attr, flags, false, meta.Opened{})
+	res, _, err := fs.openInode(ctx, ino, attr, flags, false, meta.Opened{}, 0)
 	return res, err
 }
 
@@ -125,8 +126,9 @@ func accessMask(flags uint32) uint32 {
 
 // openInode registers a handle, applies O_TRUNC and decides page caching.
 // tracked says the engine counted the open (see handle.tracked); known is
-// what the engine learnt with attr, as of the same instant.
-func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags uint32, tracked bool, known meta.Opened) (OpenResult, meta.Attr, error) {
+// what the engine learnt with attr, as of the same instant, and mark the
+// listChanges read before (see refreshKnown).
+func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags uint32, tracked bool, known meta.Opened, mark uint64) (OpenResult, meta.Attr, error) {
 	f := fs.acquire(ino)
 	if flags&syscall.O_TRUNC != 0 && attr.Type == meta.TypeFile && attr.Length > 0 {
 		a, err := fs.truncate(ctx, f, 0)
@@ -136,7 +138,7 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 		}
 		attr, known.HasChunk0 = a, false
 	}
-	f.refreshKnown(attr, known)
+	f.refreshKnown(attr, known, mark)
 	direct := flags&syscall.O_DIRECT != 0
 	h := &handle{file: f, flags: flags, reader: fs.data.NewReader(ino), direct: direct, tracked: tracked, request: requestOf(ctx)}
 	h.reader.SetList(f.chunk) // read-ahead continues into the next chunk
