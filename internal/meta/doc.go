@@ -20,7 +20,10 @@
 //   - A context may carry a Written (WithWritten): an engine that fills
 //     it reports, after each commit, the attributes it wrote and the
 //     inodes it deleted, as committed (kvmeta does); one that does not
-//     leaves it empty, and the caller reads what it needs.
+//     leaves it empty, and the caller reads what it needs. Likewise an
+//     Opened (WithOpened) in the context of OpenTracker.Open learns what
+//     the open read beside the attributes (kvmeta: that the inode has no
+//     extended attributes).
 //   - The access ACL and the mode are one: setting the ACL sets the mode,
 //     chmod rewrites the ACL, an ACL equivalent to the mode is not kept,
 //     and a parent's default ACL (else Cred.Umask) shapes what Mknod

@@ -17,7 +17,9 @@
 //
 // A read resolves the chunk's slice list — cached per open inode and
 // dropped on every open(2), which is what makes other machines' closes
-// visible — reads blocks through the data layer, and paints this mount's
+// visible (the open may install chunk 0's list again, as of its own
+// engine read, when the engine had it at hand: meta.Opened) — reads
+// blocks through the data layer, and paints this mount's
 // unflushed writes over them (data.Reader.ReadThrough), so it never
 // flushes. Readers of one list share its engine read while it is in
 // flight (of the current generation: one begun after the last

@@ -124,12 +124,26 @@ func (fs *FS) openFile(ino meta.Ino) *file {
 
 // refresh loads the engine's view at open(2): the length, and an empty
 // slice-list cache, so that closes on other machines become visible.
-func (f *file) refresh(attr meta.Attr) {
+func (f *file) refresh(attr meta.Attr) { f.refreshKnown(attr, meta.Opened{}, 0) }
+
+// refreshKnown is refresh with what the engine learnt with attr (an open:
+// meta.Opened), which the file keeps as it would an engine read made then.
+// The first chunk's list is kept only if no slice list of this mount
+// changed since mark (listChanges read before the engine read): a commit
+// of this mount that landed after the read would be missing from it, and
+// its data no longer painted from the writer.
+func (f *file) refreshKnown(attr meta.Attr, known meta.Opened, mark uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.chunks = map[uint32][]meta.Slice{}
+	if known.HasChunk0 && f.fs.listChanges.Load() == mark {
+		f.chunks[0] = known.Chunk0
+	}
 	f.chunkGen++
-	f.capsLoaded = false
+	f.capsLoaded = known.NoXattrs
+	if known.NoXattrs {
+		f.capsValue, f.capsErr = nil, syscall.ENODATA
+	}
 	f.mode = attr.Mode
 	if f.writer == nil || !f.writer.Dirty() {
 		f.length = attr.Length
@@ -172,6 +186,7 @@ func (f *file) commit(ctx context.Context, ws []meta.SliceWrite) error {
 		delete(f.chunks, index)
 	}
 	f.chunkGen++
+	f.fs.listChanges.Add(1)
 	f.length = max(f.length, res.Attr.Length)
 	f.mu.Unlock()
 	for index, n := range res.Counts {
@@ -343,6 +358,7 @@ func (f *file) forgetChunks(from uint32) {
 		}
 	}
 	f.chunkGen++
+	f.fs.listChanges.Add(1)
 	f.mu.Unlock()
 }
 

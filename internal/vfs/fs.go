@@ -77,6 +77,10 @@ type FS struct {
 	// something newer of an inode or a name (Changed); a readdirplus page
 	// read before the last of them is not reused (dir.go).
 	changes atomic.Uint64
+	// listChanges counts the changes of cached slice lists (a commit,
+	// forgetChunks) of any file: a list an open read may be installed
+	// only if none happened since just before that read (refreshKnown).
+	listChanges atomic.Uint64
 	// listings answers the lookups that follow a listing (listing.go).
 	listings listingCache
 

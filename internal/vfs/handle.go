@@ -65,15 +65,13 @@ func (fs *FS) Create(ctx context.Context, parent meta.Ino, name string, mode uin
 	if err != nil {
 		return meta.Entry{}, OpenResult{}, err
 	}
-	res, attr, err := fs.openInode(ctx, e.Ino, e.Attr, flags, fs.tracker != nil)
+	// A file this call created has no xattrs but what a default ACL gave
+	// it: the kernel's check of security.capability before the first
+	// write needs no engine read (cached as of this open, as caps does
+	// after a read).
+	known := meta.Opened{NoXattrs: flags&syscall.O_EXCL != 0}
+	res, attr, err := fs.openInode(ctx, e.Ino, e.Attr, flags, fs.tracker != nil, known, 0)
 	e.Attr = attr
-	if err == nil && flags&syscall.O_EXCL != 0 {
-		// A file this call created has no xattrs but what a default ACL
-		// gave it: the kernel's check of security.capability before the
-		// first write needs no engine read (cached as of this open, as
-		// caps does after a read).
-		fs.openFile(e.Ino).noCaps()
-	}
 	return e, res, err
 }
 
@@ -86,11 +84,17 @@ func (fs *FS) Create(ctx context.Context, parent meta.Ino, name string, mode uin
 // unlink on another mount until this handle's Release.
 func (fs *FS) Open(ctx context.Context, ino meta.Ino, flags uint32) (OpenResult, error) {
 	if fs.tracker != nil {
-		attr, err := fs.tracker.Open(ctx, ino, accessMask(flags))
+		// What the open learnt beside the attributes (no xattrs, the
+		// first chunk's list) is as of the same instant: the kernel's
+		// check of security.capability before the first write, and the
+		// first read, need no engine read.
+		var o meta.Opened
+		mark := fs.listChanges.Load()
+		attr, err := fs.tracker.Open(meta.WithOpened(ctx, &o), ino, accessMask(flags))
 		if err != nil {
 			return OpenResult{}, err
 		}
-		res, _, err := fs.openInode(ctx, ino, attr, flags, true)
+		res, _, err := fs.openInode(ctx, ino, attr, flags, true, o, mark)
 		return res, err
 	}
 	attr, err := fs.engine.Getattr(ctx, ino)
@@ -103,7 +107,7 @@ func (fs *FS) Open(ctx context.Context, ino meta.Ino, flags uint32) (OpenResult,
 	if err := fs.engine.Access(ctx, ino, accessMask(flags)); err != nil {
 		return OpenResult{}, err
 	}
-	res, _, err := fs.openInode(ctx, ino, attr, flags, false)
+	res, _, err := fs.openInode(ctx, ino, attr, flags, false, meta.Opened{}, 0)
 	return res, err
 }
 
@@ -121,8 +125,10 @@ func accessMask(flags uint32) uint32 {
 }
 
 // openInode registers a handle, applies O_TRUNC and decides page caching.
-// tracked says the engine counted the open (see handle.tracked).
-func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags uint32, tracked bool) (OpenResult, meta.Attr, error) {
+// tracked says the engine counted the open (see handle.tracked); known is
+// what the engine learnt with attr, as of the same instant, and mark the
+// listChanges read before (see refreshKnown).
+func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags uint32, tracked bool, known meta.Opened, mark uint64) (OpenResult, meta.Attr, error) {
 	f := fs.acquire(ino)
 	if flags&syscall.O_TRUNC != 0 && attr.Type == meta.TypeFile && attr.Length > 0 {
 		a, err := fs.truncate(ctx, f, 0)
@@ -130,9 +136,9 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 			_ = fs.release(ctx, f, tracked)
 			return OpenResult{}, attr, err
 		}
-		attr = a
+		attr, known.HasChunk0 = a, false
 	}
-	f.refresh(attr)
+	f.refreshKnown(attr, known, mark)
 	direct := flags&syscall.O_DIRECT != 0
 	h := &handle{file: f, flags: flags, reader: fs.data.NewReader(ino), direct: direct, tracked: tracked, request: requestOf(ctx)}
 	h.reader.SetList(f.chunk) // read-ahead continues into the next chunk

@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"context"
-	"syscall"
 
 	"shoal/internal/meta"
 )
@@ -12,7 +11,8 @@ import (
 // per inode it has not checked yet: before the first write to a file it
 // just created). It is answered from the open file's state (loaded once
 // per open, like everything close-to-open; known absent after a create
-// with O_EXCL) so a write costs no engine round trip for it.
+// with O_EXCL, and after an open whose engine read found the inode without
+// xattrs: meta.Opened) so a write costs no engine round trip for it.
 const capsName = "security.capability"
 
 // Getxattr returns an extended attribute: ENODATA if unset.
@@ -74,12 +74,4 @@ func (f *file) caps(ctx context.Context) ([]byte, error) {
 	f.capsValue, f.capsErr, f.capsLoaded = v, err, true
 	f.mu.Unlock()
 	return v, err
-}
-
-// noCaps records that the file has no security.capability as of its open
-// (it was just created).
-func (f *file) noCaps() {
-	f.mu.Lock()
-	f.capsValue, f.capsErr, f.capsLoaded = nil, syscall.ENODATA, true
-	f.mu.Unlock()
 }

@@ -217,3 +217,17 @@ func (t *txn) publishReads() {
 		t.cache.put(ref, r.gen, r.list, r.keys, nil)
 	}
 }
+
+// cachedList returns chunk ref's list if the cache holds it at the
+// generation of the attributes t read (a copy), without reading anything:
+// what t.chunk would return, or false.
+func (t *txn) cachedList(ref chunkRef) ([]meta.Slice, bool) {
+	if _, known := t.attrs[ref.ino]; !known || t.cache == nil || t.bumped[ref.ino] {
+		return nil, false
+	}
+	if r, ok := t.readLists[ref]; ok && r.gen == t.gens[ref.ino] {
+		return slices.Clone(r.list), true
+	}
+	ss, _, _, _, ok := t.cache.get(ref, t.gens[ref.ino], false)
+	return ss, ok
+}

@@ -246,10 +246,16 @@ func (o *openState) reset() {
 	clear(o.created)
 }
 
-// Open implements meta.OpenTracker.
+// Open implements meta.OpenTracker. A meta.Opened in ctx learns whether
+// the inode has no xattrs (flagXattrs clear), from the attributes read,
+// and the list of a file's first chunk if the chunk cache holds it at the
+// generation read (what ReadChunk would answer at the same instant, so a
+// reader opened now need not ask).
 func (e *Engine) Open(ctx context.Context, ino meta.Ino, mask uint32) (meta.Attr, error) {
 	write := e.opens.acquire(ino) && e.currentSession() != 0
 	var out meta.Attr
+	var noXattrs, has0 bool
+	var chunk0 []meta.Slice
 	fn := func(t *txn) error {
 		a, err := t.attr(ino)
 		if err != nil {
@@ -267,7 +273,11 @@ func (e *Engine) Open(ctx context.Context, ino meta.Ino, mask uint32) (meta.Attr
 		if write {
 			t.recordOpen(ino, a, t.opens.madeHere(ino))
 		}
-		out = *a
+		out, noXattrs = *a, t.flags[ino]&flagXattrs == 0
+		chunk0, has0 = nil, false
+		if a.Type == meta.TypeFile && a.Length > 0 {
+			chunk0, has0 = t.cachedList(chunkRef{ino, 0})
+		}
 		return nil
 	}
 	var err error
@@ -283,6 +293,10 @@ func (e *Engine) Open(ctx context.Context, ino meta.Ino, mask uint32) (meta.Attr
 	}
 	if write {
 		e.opens.recorded(ino)
+	}
+	if o := meta.OpenedTo(ctx); o != nil {
+		o.NoXattrs = noXattrs // an inode without flagXattrs never had one
+		o.Chunk0, o.HasChunk0 = chunk0, has0
 	}
 	return out, nil
 }

@@ -30,14 +30,16 @@
 // the attributes it names together (kv.FollowGetter). A PostgreSQL Txn
 // also guesses reads (guess.go): Gets of keys whose values the store last
 // committed or read are answered from memory (only keys under the
-// prefixes kvmeta names through kv.Cacher: attributes and entries), and a
-// guard statement,
+// prefixes kvmeta names through kv.Cacher: attributes and entries; keys
+// it names almost always absent, kv.AbsentGuesser, are guessed absent),
+// and a guard statement,
 // pipelined right after BEGIN ahead of whatever the transaction sends
 // first, checks every guess inside the transaction and fails it (nothing
 // after it runs, COMMIT included) if one was wrong, after which fn runs
 // again at once on real reads. So an operation whose reads were all
 // guessed (an append to a file this mount writes, a create after the
-// lookup of its name) is one round trip: BEGIN, guard, writes, COMMIT.
+// lookup of its name, the unlink of a file with data after the lookup of
+// its name) is one round trip: BEGIN, guard, writes, COMMIT.
 // Either way the database gives read-your-writes,
 // rollback and ordering (the server runs pipelined statements in order
 // and stops at the first error); Tx keeps the first error and reports it

@@ -1,6 +1,7 @@
 package sqlkv
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"sync"
@@ -38,6 +39,11 @@ import (
 // same predicate locks, so isolation and retries are unchanged. An append
 // to a file this mount writes, or a create after the kernel's lookup of
 // the missing name, is then one round trip: BEGIN, guard, writes, COMMIT.
+// Keys kvmeta names almost always absent (kv.AbsentGuesser: slices'
+// reference counts, stored only above 1) are guessed absent when there is
+// no guess of them, so the unlink of a file with data after the kernel's
+// lookup is one round trip too (a clone's counts miss once, then are held
+// off like any missed key).
 //
 // fn must not act on a guess before the guard passed: a transaction whose
 // fn fails (an error, kv.ErrConflict) while it holds guesses not yet
@@ -73,6 +79,9 @@ type guesses struct {
 	vals     map[string][]byte
 	missed   map[string]time.Time
 	prefixes [][]byte // only keys under these are guessed (kv.Cacher); nil: all
+	// absent: keys under these, with no guess of their own, are guessed
+	// absent (kv.AbsentGuesser), unless they missed lately.
+	absent [][]byte
 }
 
 // worth says whether key is under a prefix worth guessing. The caller
@@ -106,10 +115,27 @@ func (g *guesses) get(key []byte) (v []byte, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	v, ok = g.vals[string(key)]
+	if !ok {
+		return nil, g.guessedAbsent(key)
+	}
 	if v != nil {
 		v = append(make([]byte, 0, len(v)), v...)
 	}
 	return v, ok
+}
+
+// guessedAbsent says whether key, which has no guess, is taken as absent:
+// it is under a prefix kvmeta named almost always absent (GuessAbsent: a
+// slice's reference count, stored only above 1) and did not miss in the
+// last guessHoldoff. The caller holds mu.
+func (g *guesses) guessedAbsent(key []byte) bool {
+	for _, p := range g.absent {
+		if bytes.HasPrefix(key, p) {
+			at, missed := g.missed[string(key)]
+			return !missed || time.Since(at) >= guessHoldoff
+		}
+	}
+	return false
 }
 
 // note records values (nil: absent), dropping half the guesses when full.

@@ -48,6 +48,8 @@ var (
 	_ kv.Store    = (*Store)(nil)
 	_ kv.Excluder = (*Store)(nil)
 	_ kv.Cacher   = (*Store)(nil)
+
+	_ kv.AbsentGuesser = (*Store)(nil)
 )
 
 // CacheKeys implements kv.Cacher: on PostgreSQL, only keys under
@@ -63,6 +65,21 @@ func (s *Store) CacheKeys(prefixes ...[]byte) {
 		if !s.guesses.worth(k) {
 			delete(s.guesses.vals, k)
 		}
+	}
+	s.guesses.mu.Unlock()
+}
+
+// GuessAbsent implements kv.AbsentGuesser: on PostgreSQL a Txn takes a
+// key under prefixes that it has no guess of as absent, a guess like the
+// others, which the guard checks (guess.go). SQLite does not guess.
+func (s *Store) GuessAbsent(prefixes ...[]byte) {
+	if s.guesses == nil {
+		return
+	}
+	s.guesses.mu.Lock()
+	s.guesses.absent = make([][]byte, len(prefixes))
+	for i, p := range prefixes {
+		s.guesses.absent[i] = slices.Clone(p)
 	}
 	s.guesses.mu.Unlock()
 }
