@@ -7,12 +7,8 @@ import (
 	"syscall"
 	"testing"
 
-	"shoal/internal/data"
 	"shoal/internal/meta"
-	"shoal/internal/meta/kv/memkv"
 	"shoal/internal/meta/kvmeta"
-	"shoal/internal/object/memstore"
-	"shoal/internal/vfs"
 )
 
 // xattrCounter counts the engine's Getxattr calls.
@@ -32,17 +28,10 @@ func (c *xattrCounter) Getxattr(ctx context.Context, ino meta.Ino, name string) 
 // seen.
 func TestCapsOfCreatedFile(t *testing.T) {
 	ctx := context.Background()
-	kv := kvmeta.New(memkv.New(), kvmeta.Options{})
-	if err := kv.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
-		t.Fatal(err)
-	}
-	eng := &xattrCounter{Engine: kv}
-	store := data.New(memstore.New(), data.Config{BlockSize: 64 << 10})
-	fs := vfs.New(eng, store, vfs.Config{})
-	t.Cleanup(func() {
-		_ = fs.Close(ctx)
-		store.Close()
-		kv.Close()
+	var eng *xattrCounter
+	fs, _ := newFSOver(t, func(inner meta.Engine) meta.Engine {
+		eng = &xattrCounter{Engine: inner}
+		return eng
 	})
 	const caps = "security.capability"
 	e, res, err := fs.Create(ctx, meta.RootIno, "f", 0o644, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL)
@@ -91,17 +80,10 @@ func (c *kvCounter) ReadChunk(ctx context.Context, ino meta.Ino, index uint32) (
 // costs no engine read. A file with a capability is read (and seen).
 func TestCapsOfOpenedFile(t *testing.T) {
 	ctx := context.Background()
-	kv := kvmeta.New(memkv.New(), kvmeta.Options{})
-	if err := kv.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
-		t.Fatal(err)
-	}
-	eng := &kvCounter{Engine: kv}
-	store := data.New(memstore.New(), data.Config{BlockSize: 64 << 10})
-	fs := vfs.New(eng, store, vfs.Config{})
-	t.Cleanup(func() {
-		_ = fs.Close(ctx)
-		store.Close()
-		kv.Close()
+	var eng *kvCounter
+	fs, _ := newFSOver(t, func(inner meta.Engine) meta.Engine {
+		eng = &kvCounter{Engine: inner.(*kvmeta.Engine)}
+		return eng
 	})
 	const caps = "security.capability"
 	made := func(name string) meta.Ino {
