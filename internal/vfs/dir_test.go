@@ -2,7 +2,6 @@ package vfs_test
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -37,18 +36,13 @@ func (c *countingEngine) Readdir(ctx context.Context, ino meta.Ino, after string
 // after the first page serve the plain requests that follow: no name is
 // read twice.
 func TestReaddirNamesReadOnce(t *testing.T) {
-	ctx := context.Background()
 	var eng *countingEngine
 	fs, _ := newFSOver(t, func(inner meta.Engine) meta.Engine {
 		eng = &countingEngine{Engine: inner}
 		return eng
 	})
 	const n = 10000
-	for i := range n {
-		if _, err := fs.Mknod(ctx, meta.RootIno, fmt.Sprintf("f%05d", i), syscall.S_IFREG|0o644, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mknodMany(t, fs, n)
 	// With a change in between, the second request's attributes are read
 	// kernel-sized; without, a page of readdirPage serves several.
 	for _, again := range []struct{ plus, changed bool }{{false, false}, {true, false}, {true, true}} {
@@ -127,11 +121,7 @@ func TestReaddirRewindReadsAfresh(t *testing.T) {
 	ctx := context.Background()
 	fs := newFS(t)
 	const n = 1000
-	for i := range n {
-		if _, err := fs.Mknod(ctx, meta.RootIno, fmt.Sprintf("f%05d", i), syscall.S_IFREG|0o644, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mknodMany(t, fs, n)
 	fh, err := fs.Opendir(ctx, meta.RootIno)
 	if err != nil {
 		t.Fatal(err)

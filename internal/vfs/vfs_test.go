@@ -28,6 +28,16 @@ func newFS(t *testing.T) *vfs.FS {
 	return fs
 }
 
+// mknodMany makes n empty files f00000, f00001, ... in the root.
+func mknodMany(t *testing.T, fs *vfs.FS, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := fs.Mknod(context.Background(), meta.RootIno, fmt.Sprintf("f%05d", i), syscall.S_IFREG|0o644, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // newFSOver is newFS with the engine wrapped by wrap (nil: none), for
 // tests that count or hold an engine's calls; it also returns the data
 // store, for its statistics.
@@ -146,11 +156,7 @@ func TestReaddirPagesLargeDirectory(t *testing.T) {
 	fs := newFS(t)
 	ctx := context.Background()
 	const n = 2500
-	for i := 0; i < n; i++ {
-		if _, err := fs.Mknod(ctx, meta.RootIno, fmt.Sprintf("f%05d", i), syscall.S_IFREG|0o644, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mknodMany(t, fs, n)
 	fh, err := fs.Opendir(ctx, meta.RootIno)
 	if err != nil {
 		t.Fatal(err)
