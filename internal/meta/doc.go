@@ -23,7 +23,8 @@
 //     leaves it empty, and the caller reads what it needs. Likewise an
 //     Opened (WithOpened) in the context of OpenTracker.Open learns what
 //     the open read beside the attributes (kvmeta: that the inode has no
-//     extended attributes).
+//     extended attributes, and the first chunk's slice list when its
+//     chunk cache holds it at the generation the open read).
 //   - The access ACL and the mode are one: setting the ACL sets the mode,
 //     chmod rewrites the ACL, an ACL equivalent to the mode is not kept,
 //     and a parent's default ACL (else Cred.Umask) shapes what Mknod
