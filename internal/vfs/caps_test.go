@@ -9,18 +9,8 @@ import (
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kvmeta"
+	"shoal/internal/vfs"
 )
-
-// xattrCounter counts the engine's Getxattr calls.
-type xattrCounter struct {
-	meta.Engine
-	gets atomic.Int64
-}
-
-func (c *xattrCounter) Getxattr(ctx context.Context, ino meta.Ino, name string) ([]byte, error) {
-	c.gets.Add(1)
-	return c.Engine.Getxattr(ctx, ino, name)
-}
 
 // TestCapsOfCreatedFile: the kernel asks for security.capability before
 // the first write to a file it just created (O_EXCL); the answer, that
@@ -28,11 +18,7 @@ func (c *xattrCounter) Getxattr(ctx context.Context, ino meta.Ino, name string) 
 // seen.
 func TestCapsOfCreatedFile(t *testing.T) {
 	ctx := context.Background()
-	var eng *xattrCounter
-	fs, _ := newFSOver(t, func(inner meta.Engine) meta.Engine {
-		eng = &xattrCounter{Engine: inner}
-		return eng
-	})
+	fs, eng := newCountedFS(t)
 	const caps = "security.capability"
 	e, res, err := fs.Create(ctx, meta.RootIno, "f", 0o644, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL)
 	if err != nil {
@@ -74,17 +60,23 @@ func (c *kvCounter) ReadChunk(ctx context.Context, ino meta.Ino, index uint32) (
 	return c.Engine.ReadChunk(ctx, ino, index)
 }
 
+// newCountedFS is newFS over a kvCounter.
+func newCountedFS(t *testing.T) (*vfs.FS, *kvCounter) {
+	var eng *kvCounter
+	fs, _ := newFSOver(t, func(inner meta.Engine) meta.Engine {
+		eng = &kvCounter{Engine: inner.(*kvmeta.Engine)}
+		return eng
+	})
+	return fs, eng
+}
+
 // TestCapsOfOpenedFile: the kernel asks for security.capability before
 // the first write of each open; for a file without xattrs the open's own
 // engine read already says there is none (meta.Opened), so the answer
 // costs no engine read. A file with a capability is read (and seen).
 func TestCapsOfOpenedFile(t *testing.T) {
 	ctx := context.Background()
-	var eng *kvCounter
-	fs, _ := newFSOver(t, func(inner meta.Engine) meta.Engine {
-		eng = &kvCounter{Engine: inner.(*kvmeta.Engine)}
-		return eng
-	})
+	fs, eng := newCountedFS(t)
 	const caps = "security.capability"
 	made := func(name string) meta.Ino {
 		e, res, err := fs.Create(ctx, meta.RootIno, name, 0o644, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL)

@@ -17,11 +17,7 @@ import (
 // one.
 func TestFirstChunkAtOpen(t *testing.T) {
 	ctx := context.Background()
-	var eng *kvCounter
-	fs, _ := newFSOver(t, func(inner meta.Engine) meta.Engine {
-		eng = &kvCounter{Engine: inner.(*kvmeta.Engine)}
-		return eng
-	})
+	fs, eng := newCountedFS(t)
 	want := []byte("a small file, read again after its close")
 	f, fh := create(t, fs, "f")
 	if _, err := fs.Write(ctx, fh, 0, want); err != nil {
