@@ -97,10 +97,16 @@ func (t *txn) appendableChunk(ino meta.Ino, index uint32) ([]meta.Slice, error) 
 	return t.chunkList(ino, index, true)
 }
 
+// cacheable says whether ino's chunk lists may come from the cache: the
+// transaction read its attributes (their generation) and has not bumped it.
+func (t *txn) cacheable(ino meta.Ino) bool {
+	_, known := t.attrs[ino]
+	return t.cache != nil && known && !t.bumped[ino]
+}
+
 func (t *txn) chunkList(ino meta.Ino, index uint32, appendOnly bool) ([]meta.Slice, error) {
 	ref := chunkRef{ino, index}
-	_, known := t.attrs[ino]
-	cacheable := t.cache != nil && known && !t.bumped[ino]
+	cacheable := t.cacheable(ino)
 	if r, ok := t.readLists[ref]; ok && cacheable && r.gen == t.gens[ino] {
 		t.rememberKeys(ref, slices.Clone(r.keys))
 		return append(make([]meta.Slice, 0, len(r.list)+appendRoom), r.list...), nil

@@ -222,7 +222,7 @@ func (t *txn) publishReads() {
 // generation of the attributes t read (a copy), without reading anything:
 // what t.chunk would return, or false.
 func (t *txn) cachedList(ref chunkRef) ([]meta.Slice, bool) {
-	if _, known := t.attrs[ref.ino]; !known || t.cache == nil || t.bumped[ref.ino] {
+	if !t.cacheable(ref.ino) {
 		return nil, false
 	}
 	if r, ok := t.readLists[ref]; ok && r.gen == t.gens[ref.ino] {

@@ -18,7 +18,8 @@ func (e *Engine) Lookup(ctx context.Context, parent meta.Ino, name string) (meta
 	if len(name) > meta.MaxNameLen {
 		return meta.Entry{}, wrap(syscall.ENAMETOOLONG, "lookup %d/%q", parent, name)
 	}
-	if meta.CredFrom(ctx).Trusted && kv.KnownAbsent(ctx, e.store, dentryKey(parent, name)) {
+	follow := followEntry(parent, name)
+	if meta.CredFrom(ctx).Trusted && kv.KnownAbsent(ctx, e.store, follow.From) {
 		// Absent, known from the store's cache (a name in a directory
 		// this client created, not changed since: kv.AbsentKnower). A
 		// trusted caller needs no permission check, and the prefix is
@@ -26,7 +27,6 @@ func (e *Engine) Lookup(ctx context.Context, parent meta.Ino, name string) (meta
 		return meta.Entry{}, syscall.ENOENT
 	}
 	var ent meta.Entry
-	follow := followEntry(parent, name)
 	err := e.viewAhead(ctx, &follow, [][]byte{attrKey(parent)}, func(t *txn) error {
 		if err := t.prefetchEntry(parent, name); err != nil {
 			return err

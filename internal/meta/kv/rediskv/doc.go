@@ -123,7 +123,7 @@
 // nothing to commit (kvmeta's Lookup: one, the directory's attributes,
 // the entry and the child's attributes together, or none from the cache,
 // which may serve the entry and the child without the directory's
-// attributes, or know the name absent: see Cache;
+// attributes, or know the name absent: see Cache and Fresh prefixes;
 // kvmeta's Readdir: one, the directory's attributes, a page of entries and, for readdirplus,
 // their attributes together; two or three for a page of more than 256
 // names without attributes); a Txn of point reads
@@ -152,7 +152,11 @@
 // lookup or getattr, never under --strict, never an open, never inside a
 // Txn) is answered from the cache: GetOne, and a View's first read round
 // by PrefetchFollow (kvmeta's Lookup: none of its keys then costs a round
-// trip). Its keys become checks as a read round's would.
+// trip). If the directory's attributes may not be served but the entry
+// and the child's attributes may, those two are (follow.go), and the
+// directory's attributes are read only if the lookup needs them (an
+// untrusted caller, or a missing name). Its keys become checks as a read
+// round's would.
 //
 // Fresh prefixes (fresh.go, kv.FreshPrefixer and kv.AbsentKnower): a
 // transaction may name a prefix no key is under before it commits

@@ -141,9 +141,18 @@ func (tr *tracker) knownAbsent(rk string) (time.Time, bool) {
 	if v.IsZero() || time.Since(v) > staleMax {
 		return time.Time{}, false
 	}
-	r := tr.fresh[tr.freshPrefix(rk)]
-	if r == nil || r.at.IsZero() || !r.at.Before(v) || r.unknown[rk] {
+	if at, ok := tr.freshAbsent(rk); !ok || !at.Before(v) {
 		return time.Time{}, false
 	}
 	return v, true
+}
+
+// freshAbsent returns when the fresh record rk is under started, if its
+// commit returned and rk is unchanged since. Called with tr.mu held.
+func (tr *tracker) freshAbsent(rk string) (time.Time, bool) {
+	r := tr.fresh[tr.freshPrefix(rk)]
+	if r == nil || r.at.IsZero() || r.unknown[rk] {
+		return time.Time{}, false
+	}
+	return r.at, true
 }

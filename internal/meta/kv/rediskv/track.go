@@ -530,8 +530,7 @@ func (tr *tracker) seed(rk string) (seed, bool) {
 	defer tr.mu.Unlock()
 	e, ok := tr.m[rk]
 	if !ok {
-		r := tr.fresh[tr.freshPrefix(rk)]
-		if r != nil && !r.at.IsZero() && !r.unknown[rk] {
+		if _, fresh := tr.freshAbsent(rk); fresh {
 			return seed{at: time.Now()}, true
 		}
 	}
