@@ -18,10 +18,11 @@ import (
 // SQLite under the writer's lock; only its COMMIT must come after the
 // block is durable (invariant 1). So when the Put of a pack with a
 // prepared name is all that the head of the queue waits for, the upload
-// goroutine claims the commit first, starts the Put on a goroutine of
-// its own and runs CommitFunc itself with the Put's outcome as the
-// commit gate (meta.WithCommitGate): the engine awaits it last, before it
-// commits, and a failed Put fails the transaction, which commits
+// goroutine claims the commit, writes the pack's bytes and starts their
+// write-out (its fdatasync left to an object.SyncBatch), then runs
+// CommitFunc itself with the batch's Sync as the commit gate
+// (meta.WithCommitGate): the engine awaits it last, before it commits,
+// and a failed Put or sync fails the transaction, which commits
 // nothing. Only Stores whose CommitFuncs await the gate do this
 // (Config.GatedCommit, set by the volume for kvmeta engines): elsewhere
 // the commit would no longer follow the block.

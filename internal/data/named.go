@@ -80,17 +80,8 @@ type namedID struct {
 // findPreparer returns the store under objects' wrappers that can
 // prepare names, or nil.
 func findPreparer(objects object.Store) preparer {
-	for s := objects; s != nil; {
-		if p, ok := s.(preparer); ok {
-			return p
-		}
-		u, ok := s.(object.Unwrapper)
-		if !ok {
-			break
-		}
-		s = u.Unwrap()
-	}
-	return nil
+	p, _ := object.Find[preparer](objects)
+	return p
 }
 
 // takeNamed returns a slice id whose block-0 key of size bytes is

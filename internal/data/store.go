@@ -167,15 +167,8 @@ type spareKeeper interface {
 // keepSpares asks the store under objects' wrappers to keep spares, and
 // returns what stops it (a no-op for stores without them).
 func keepSpares(objects object.Store) func() {
-	for s := objects; s != nil; {
-		if k, ok := s.(spareKeeper); ok {
-			return k.KeepSpares()
-		}
-		u, ok := s.(object.Unwrapper)
-		if !ok {
-			break
-		}
-		s = u.Unwrap()
+	if k, ok := object.Find[spareKeeper](objects); ok {
+		return k.KeepSpares()
 	}
 	return func() {}
 }

@@ -141,6 +141,15 @@ func Run(ctx context.Context, eng meta.Engine, store object.Store, o Options) (*
 // (PreparedGrace) and temporary files (StaleTempAge) do not apply.
 func (o Options) noClients() bool { return o.Grace <= time.Nanosecond }
 
+// atLeast is the grace raised to floor, unless no client writes
+// (noClients).
+func (o Options) atLeast(floor time.Duration) time.Duration {
+	if o.noClients() {
+		return o.Grace
+	}
+	return max(o.Grace, floor)
+}
+
 func (o Options) withDefaults() Options {
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace
@@ -179,7 +188,6 @@ type collector struct {
 	leaked    []object.Info           // leaked objects to delete
 	freedObjs []object.Info           // listed objects of freed slices
 
-	preparedCutoff time.Time // Cutoff for empty objects (PreparedGrace)
 }
 
 // run is the step outline of the package doc.

@@ -55,7 +55,7 @@ func (c *collector) classify(info object.Info) {
 	}
 	cutoff := c.rep.Cutoff
 	if info.Size == 0 {
-		cutoff = c.preparedCutoff // a block name made ahead (PreparedGrace)
+		cutoff = c.rep.Start.Add(-c.o.atLeast(PreparedGrace)) // a block name made ahead
 	}
 	if !info.ModTime.Before(cutoff) {
 		c.rep.Young.Add(info.Size)

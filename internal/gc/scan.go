@@ -36,10 +36,6 @@ func (c *collector) clock(ctx context.Context) error {
 		t0, c.rep.Clock = time.Now(), "local"
 	}
 	c.rep.Start, c.rep.Cutoff = t0, t0.Add(-c.o.Grace)
-	c.preparedCutoff = c.rep.Cutoff
-	if !c.o.noClients() {
-		c.preparedCutoff = t0.Add(-max(c.o.Grace, PreparedGrace))
-	}
 	return nil
 }
 

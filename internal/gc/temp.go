@@ -25,25 +25,15 @@ const StaleTempAge = time.Hour
 // removeTemp removes the store's stale temporary files, if it keeps any.
 // A failure is listed with the failed deletes.
 func (c *collector) removeTemp(ctx context.Context) {
-	age := c.o.Grace
-	if !c.o.noClients() {
-		age = max(age, StaleTempAge)
+	age := c.o.atLeast(StaleTempAge)
+	r, ok := object.Find[TempRemover](c.store)
+	if !ok {
+		return
 	}
-	s := c.store
-	for {
-		if r, ok := s.(TempRemover); ok {
-			c.prog.Set("temporary files", 0, 0)
-			n, err := r.RemoveStaleTemp(ctx, age)
-			c.rep.TempRemoved += n
-			if err != nil {
-				c.rep.Failures = append(c.rep.Failures, err.Error())
-			}
-			return
-		}
-		u, ok := s.(object.Unwrapper)
-		if !ok {
-			return
-		}
-		s = u.Unwrap()
+	c.prog.Set("temporary files", 0, 0)
+	n, err := r.RemoveStaleTemp(ctx, age)
+	c.rep.TempRemoved += n
+	if err != nil {
+		c.rep.Failures = append(c.rep.Failures, err.Error())
 	}
 }

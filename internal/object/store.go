@@ -59,6 +59,23 @@ type Unwrapper interface {
 	Unwrap() Store
 }
 
+// Find returns the first store that is a T among s and the stores under
+// its wrappers (Unwrapper), outermost first.
+func Find[T any](s Store) (T, bool) {
+	for s != nil {
+		if t, ok := s.(T); ok {
+			return t, true
+		}
+		u, ok := s.(Unwrapper)
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
 // listPage is how many objects one List call of Walk returns.
 const listPage = 1000
 

@@ -33,7 +33,7 @@
 //     it, nothing more, and returns once that is done (named.go); with
 //     an object.SyncBatch as well, it returns once the bytes are written
 //     and their write-out started, and leaves the fdatasync to the
-//     batch's Sync (putNamedLater). Such
+//     batch's Sync (putPrepared). Such
 //     objects are listed like any; a killed process leaves them empty,
 //     unreferenced, for gc. Unprepare removes the ones not used.
 //   - Temporary files are named ".shoal-tmp-<random>"; O_EXCL creation makes

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -53,7 +52,9 @@ import (
 //
 // A Put with an object.SyncBatch is not durable on return anyway and keeps
 // the ordinary path (its objects are read by others before the batch's
-// sync: a backup's copies are atomic).
+// sync: a backup's copies are atomic), unless its key was made ahead with
+// Prepare: that one it writes in place, leaving the fdatasync to the
+// batch (named.go, putPrepared).
 
 // testHookSynced, if set, is told of each successful sync of a fresh Put:
 // the object's path, and its directory's.
@@ -62,17 +63,8 @@ var testHookSynced func(path string)
 // putFresh stores a fresh key's object in place (see above). It reports
 // exists, having read nothing from r, if the key has an object already.
 func (s *Store) putFresh(ctx context.Context, path string, r io.Reader, size int64) (exists bool, err error) {
-	if size <= spareMax {
-		s.named.size.Store(size)
-	}
-	if made, ok := s.named.take(path); ok {
-		if time.Since(made) < namedMaxAge {
-			if gone, err := s.putNamed(ctx, path, r, size, nil); !gone {
-				return false, err
-			}
-		} else {
-			os.Remove(path) // too old to use (named.go): made anew below
-		}
+	if done, err := s.putPrepared(ctx, path, r, size, nil); done {
+		return false, err
 	}
 	dir := filepath.Dir(path)
 	if sp := s.spares.take(dir, size); sp != nil {

@@ -180,9 +180,10 @@ func (s *Store) Unprepare(keys []string) {
 	}
 }
 
-// putNamedLater is putNamed for a Put whose durability batch takes
-// (object.WithSyncBatch): it reports done unless path was not prepared
-// (or too old to use), in which case the caller puts it otherwise.
+// putPrepared puts into path's prepared file: it reports done unless path
+// was not prepared, is too old to use or is gone, in which case the
+// caller puts it otherwise. With a batch (object.WithSyncBatch), the
+// batch's Sync makes it durable.
 //
 // The data layer's commit that runs beside a small Put (data/gated.go)
 // puts this way: the Put writes the bytes and starts their write-out
@@ -190,7 +191,7 @@ func (s *Store) Unprepare(keys []string) {
 // on the same goroutine, and the batch's Sync (the fdatasync, then the
 // link check) runs just before the COMMIT. Until then nothing refers to
 // the key, so the object being incomplete meanwhile is never seen.
-func (s *Store) putNamedLater(ctx context.Context, path string, r io.Reader, size int64, batch *object.SyncBatch) (done bool, err error) {
+func (s *Store) putPrepared(ctx context.Context, path string, r io.Reader, size int64, batch *object.SyncBatch) (done bool, err error) {
 	if size <= spareMax {
 		s.named.size.Store(size)
 	}
@@ -209,7 +210,7 @@ func (s *Store) putNamedLater(ctx context.Context, path string, r io.Reader, siz
 // putNamed writes a fresh key's object into its prepared file (see
 // above). It reports gone, having read nothing from r, if the file is
 // no longer there. With a batch, it leaves the fdatasync and what
-// follows it to the batch's Sync (putNamedLater).
+// follows it to the batch's Sync (putPrepared).
 func (s *Store) putNamed(ctx context.Context, path string, r io.Reader, size int64, batch *object.SyncBatch) (gone bool, err error) {
 	f, err := openNoPoll(path, unix.O_WRONLY, 0)
 	if err != nil {

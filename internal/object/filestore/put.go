@@ -39,7 +39,7 @@ func (s *Store) put(ctx context.Context, path string, r io.Reader, size int64) e
 	}
 	batch := object.SyncBatchOf(ctx)
 	if batch != nil && object.FreshKey(ctx) {
-		if done, err := s.putNamedLater(ctx, path, r, size, batch); done {
+		if done, err := s.putPrepared(ctx, path, r, size, batch); done {
 			return err
 		}
 	} else if object.FreshKey(ctx) {
