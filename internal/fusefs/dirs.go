@@ -54,7 +54,6 @@ func (fs *FS) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.Dir
 		}
 		if e.Attr != nil && e.Name != "." && e.Name != ".." {
 			fs.fillEntryRead(meta.Entry{Ino: e.Ino, Attr: *e.Attr}, read, eo)
-			fs.kattrs.entered(eo)
 		}
 		return true
 	})

@@ -55,9 +55,10 @@
 // the ones the open read, for certain: from a reply it took
 // unconditionally (a create, or the entry that made its inode), with no
 // reply carrying other attributes since (kattrs.go). That saves the first
-// read of a file the kernel had not cached a GETATTR round trip. A lookup or readdirplus entry answered from
-// what a listing read before the request (vfs listings) gets timeouts
-// shortened by the read's age (fillEntryRead). Every operation that may
+// read of a file the kernel had not cached a GETATTR round trip. A lookup
+// or readdirplus entry answered from what a listing read before the
+// request (vfs listings) gets timeouts shortened by the read's age
+// (fillEntryRead). Every operation that may
 // change an inode or a name, or make the kernel forget one, tells the vfs
 // when it is done, before the reply (enterChange -> vfs.FS.Changed);
 // getattr and engine lookups tell it per inode (vfs.FS.Refreshed).

@@ -20,7 +20,6 @@ func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out
 		return fs.status("create", err)
 	}
 	fs.fillEntry(e, &out.EntryOut)
-	fs.kattrs.made(&out.EntryOut)
 	fillOpen(res, &out.OpenOut)
 	fs.replies.kill.fire(opCreate)
 	return fuse.OK
@@ -34,7 +33,6 @@ func (fs *FS) recreated(h *fuse.InHeader, o opened, out *fuse.CreateOut) fuse.St
 		return fs.status("create", err)
 	}
 	fs.fillEntry(meta.Entry{Ino: meta.Ino(o.h.Ino), Attr: a}, &out.EntryOut)
-	fs.kattrs.made(&out.EntryOut)
 	fillOpen(o.result(), &out.OpenOut)
 	return fuse.OK
 }
@@ -71,8 +69,8 @@ func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) f
 // until the attribute timeout runs out, and reads of the file stop at
 // that older size (fstat shows it too): a file appended to on another
 // mount read back cut to its old length. Open skips it when the kernel
-// certainly holds the attributes the open read (kattrs.go). Not opening with KEEP_CACHE
-// drops the pages, but never the size. The notification is one write to
+// certainly holds the attributes the open read (kattrs.go). Not opening
+// with KEEP_CACHE drops the pages, but never the size. The notification is one write to
 // /dev/fuse; the kernel asks for fresh attributes on the next read past
 // its size or stat. ENOENT (the kernel no longer knows the inode) and
 // ENOSYS (a kernel without notifications) need nothing.

@@ -121,23 +121,34 @@ func split(ns int64) (uint64, uint32) {
 	return uint64(sec), uint32(nsec)
 }
 
-// fillEntry fills a lookup reply with the cache timeouts.
+// fillEntry fills the reply of an op that made the entry (a create, a
+// mkdir, ...) with the cache timeouts, and records it in the kernel's
+// lookup counts (kattrs.made).
 func (fs *FS) fillEntry(e meta.Entry, out *fuse.EntryOut) {
+	fs.fillEntryOut(e, out)
+	fs.kattrs.made(out)
+}
+
+// fillEntryRead fills a lookup or readdirplus reply with attributes read
+// at read, before the request: the timeouts are shortened by their age,
+// so that nothing stays cached longer after its engine read than a fresh
+// reply would. It records the entry in the kernel's lookup counts
+// (kattrs.entered).
+func (fs *FS) fillEntryRead(e meta.Entry, read time.Time, out *fuse.EntryOut) {
+	fs.fillEntryOut(e, out)
+	age := time.Since(read)
+	out.SetEntryTimeout(max(fs.opts.EntryTimeout-age, 0))
+	out.SetAttrTimeout(max(fs.opts.AttrTimeout-age, 0))
+	fs.kattrs.entered(out)
+}
+
+// fillEntryOut fills an entry reply with the cache timeouts.
+func (fs *FS) fillEntryOut(e meta.Entry, out *fuse.EntryOut) {
 	out.NodeId = uint64(e.Ino)
 	out.Generation = 1
 	out.SetEntryTimeout(fs.opts.EntryTimeout)
 	out.SetAttrTimeout(fs.opts.AttrTimeout)
 	fillAttr(e.Ino, e.Attr, &out.Attr)
-}
-
-// fillEntryRead is fillEntry for attributes read at read, before the
-// request: the timeouts are shortened by their age, so that nothing stays
-// cached longer after its engine read than a fresh reply would.
-func (fs *FS) fillEntryRead(e meta.Entry, read time.Time, out *fuse.EntryOut) {
-	fs.fillEntry(e, out)
-	age := time.Since(read)
-	out.SetEntryTimeout(max(fs.opts.EntryTimeout-age, 0))
-	out.SetAttrTimeout(max(fs.opts.AttrTimeout-age, 0))
 }
 
 // listingTTL is how long after its read a listing may answer the kernel:

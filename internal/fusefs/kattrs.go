@@ -137,8 +137,8 @@ func (k *kernelAttrs) told(ino uint64, a *fuse.Attr) {
 	if !ok {
 		return
 	}
-	if e.sure && e.at != keyOf(a) {
-		e.sure = false
+	if e.sure {
+		e.told(a)
 		s.m[ino] = e
 	}
 	s.mu.Unlock()

@@ -22,7 +22,6 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 	defer fs.enter()()
 	if e, read, ok := fs.vfs.LookupListed(ctx(h), meta.Ino(h.NodeId), name, fs.listingTTL()); ok {
 		fs.fillEntryRead(e, read, out)
-		fs.kattrs.entered(out)
 		return fuse.OK
 	}
 	c, cached := fs.cachedCtx(ctx(h))
@@ -38,7 +37,6 @@ func (fs *FS) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out 
 	fs.vfs.Refreshed(e.Ino)
 	fs.dirs.forget(e.Ino) // older than what the kernel is now told
 	fs.fillEntryRead(e, time.Now().Add(-cachedAge(cached)), out)
-	fs.kattrs.entered(out)
 	return fuse.OK
 }
 

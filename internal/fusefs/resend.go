@@ -147,7 +147,6 @@ func (fs *FS) replayedEntry(h *fuse.InHeader, out *fuse.EntryOut) bool {
 		return false
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), unsafe.Sizeof(*out)), r.Data)
-	fs.kattrs.made(out)
 	return true
 }
 
@@ -164,7 +163,6 @@ func (fs *FS) entry(op int, h *fuse.InHeader, e meta.Entry, err error, out *fuse
 		return fs.status(opNames[op], err)
 	}
 	fs.fillEntry(e, out)
-	fs.kattrs.made(out)
 	fs.replied(op, h, entryBytes(out))
 	return fuse.OK
 }

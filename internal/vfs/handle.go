@@ -70,8 +70,10 @@ func (fs *FS) Create(ctx context.Context, parent meta.Ino, name string, mode uin
 	// write needs no engine read (cached as of this open, as caps does
 	// after a read).
 	known := meta.Opened{NoXattrs: flags&syscall.O_EXCL != 0}
-	res, attr, err := fs.openInode(ctx, e.Ino, e.Attr, flags, fs.tracker != nil, known, 0)
-	e.Attr = attr
+	res, err := fs.openInode(ctx, e.Ino, e.Attr, flags, fs.tracker != nil, known, 0)
+	if err == nil {
+		e.Attr = res.Attr
+	}
 	return e, res, err
 }
 
@@ -94,8 +96,7 @@ func (fs *FS) Open(ctx context.Context, ino meta.Ino, flags uint32) (OpenResult,
 		if err != nil {
 			return OpenResult{}, err
 		}
-		res, _, err := fs.openInode(ctx, ino, attr, flags, true, o, mark)
-		return res, err
+		return fs.openInode(ctx, ino, attr, flags, true, o, mark)
 	}
 	attr, err := fs.engine.Getattr(ctx, ino)
 	if err != nil {
@@ -107,8 +108,7 @@ func (fs *FS) Open(ctx context.Context, ino meta.Ino, flags uint32) (OpenResult,
 	if err := fs.engine.Access(ctx, ino, accessMask(flags)); err != nil {
 		return OpenResult{}, err
 	}
-	res, _, err := fs.openInode(ctx, ino, attr, flags, false, meta.Opened{}, 0)
-	return res, err
+	return fs.openInode(ctx, ino, attr, flags, false, meta.Opened{}, 0)
 }
 
 func accessMask(flags uint32) uint32 {
@@ -128,13 +128,13 @@ func accessMask(flags uint32) uint32 {
 // tracked says the engine counted the open (see handle.tracked); known is
 // what the engine learnt with attr, as of the same instant, and mark the
 // listChanges read before (see refreshKnown).
-func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags uint32, tracked bool, known meta.Opened, mark uint64) (OpenResult, meta.Attr, error) {
+func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags uint32, tracked bool, known meta.Opened, mark uint64) (OpenResult, error) {
 	f := fs.acquire(ino)
 	if flags&syscall.O_TRUNC != 0 && attr.Type == meta.TypeFile && attr.Length > 0 {
 		a, err := fs.truncate(ctx, f, 0)
 		if err != nil {
 			_ = fs.release(ctx, f, tracked)
-			return OpenResult{}, attr, err
+			return OpenResult{}, err
 		}
 		attr, known.HasChunk0 = a, false
 	}
@@ -166,7 +166,7 @@ func (fs *FS) openInode(ctx context.Context, ino meta.Ino, attr meta.Attr, flags
 	fs.warm(h, attr)
 	res := h.res
 	res.Attr = attr
-	return res, attr, nil
+	return res, nil
 }
 
 // journaled is h as the journal records it.
