@@ -12,10 +12,21 @@ import (
 )
 
 // countingEngine counts the entries its Readdir returns, without and with
-// attributes.
+// attributes, and its Getattr and Access calls.
 type countingEngine struct {
 	meta.Engine
-	names, plus atomic.Int64
+	names, plus     atomic.Int64
+	getattr, access atomic.Int64
+}
+
+func (c *countingEngine) Getattr(ctx context.Context, ino meta.Ino) (meta.Attr, error) {
+	c.getattr.Add(1)
+	return c.Engine.Getattr(ctx, ino)
+}
+
+func (c *countingEngine) Access(ctx context.Context, ino meta.Ino, mask uint32) error {
+	c.access.Add(1)
+	return c.Engine.Access(ctx, ino, mask)
 }
 
 func (c *countingEngine) Readdir(ctx context.Context, ino meta.Ino, after string, limit int, plus bool) ([]meta.DirEntry, error) {
@@ -157,5 +168,36 @@ func TestReaddirRewindReadsAfresh(t *testing.T) {
 	}
 	if !seen["g"] || len(seen) != n+3 {
 		t.Fatalf("after the rewind the listing holds %d entries (g: %v), want %d with g", len(seen), seen["g"], n+3)
+	}
+}
+
+// TestOpendirOneRead: an opendir from the kernel (a trusted credential:
+// default_permissions checked the caller) reads the directory once; the
+// engine's Access would read the same attributes again. An untrusted
+// caller is still checked.
+func TestOpendirOneRead(t *testing.T) {
+	var eng *countingEngine
+	fs, _ := newFSOver(t, func(inner meta.Engine) meta.Engine {
+		eng = &countingEngine{Engine: inner}
+		return eng
+	})
+	root := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
+	d, err := fs.Mkdir(root, meta.RootIno, "d", 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := meta.WithCred(context.Background(), meta.Cred{Uid: 1000, Gid: 1000, Trusted: true})
+	g0, a0 := eng.getattr.Load(), eng.access.Load()
+	fh, err := fs.Opendir(trusted, d.Ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.Releasedir(fh)
+	if g, a := eng.getattr.Load()-g0, eng.access.Load()-a0; g+a != 1 {
+		t.Errorf("opendir: %d getattr + %d access engine reads, want 1 in all", g, a)
+	}
+	other := meta.WithCred(context.Background(), meta.Cred{Uid: 1000, Gid: 1000})
+	if _, err := fs.Opendir(other, d.Ino); err != syscall.EACCES {
+		t.Errorf("opendir of a 0700 directory of root by uid 1000: %v, want EACCES", err)
 	}
 }
