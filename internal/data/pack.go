@@ -45,7 +45,7 @@ const maxPackMembers = 1024
 type pack struct {
 	members   []*slice
 	size      int  // bytes: the members' lengths summed
-	obj       int  // bytes of its object, set before its first upload: size, or size padded to a prepared name's class (named.go)
+	obj       int  // bytes of its object, set before its first upload: size, or size padded to its class (named.go)
 	sealed    bool // takes no more members; uploading or stored
 	uploading bool
 	stored    bool
