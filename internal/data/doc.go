@@ -32,9 +32,11 @@
 // file made beforehand and renamed to its key, rather than
 // created); Close stops it. A Store given Config.NewID also reserves slice
 // ids ahead and has such a store make their small packs' keys durable
-// before the Puts (named.go): a pack of the prepared size then only writes
-// and fdatasyncs its object. Close removes the unused ones; a killed
-// mount leaves them, empty and unreferenced, to gc.
+// before the Puts (named.go): keys of size classes (multiples of 4 KiB),
+// a pack's object being padded with zeros up to its class, so that a
+// pack of any small size then only writes and fdatasyncs its object.
+// Close removes the unused ones; a killed mount leaves them, empty and
+// unreferenced, to gc.
 //
 // # Write path
 //

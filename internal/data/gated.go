@@ -78,8 +78,8 @@ func (w *Writer) gatedPut(p *pack, gen uint64) bool {
 	// loaded 2-core test machine: waking a second thread cost what the
 	// overlap saved.)
 	var syncs object.SyncBatch
-	key := BlockKey(p.id, 0, p.size)
-	putErr := w.s.putInSlot(key, func() io.Reader { return w.packReader(p) }, p.size, false, &syncs)
+	key := BlockKey(p.id, 0, p.obj)
+	putErr := w.s.putInSlot(key, func() io.Reader { return w.packReader(p) }, p.obj, false, &syncs)
 	var once sync.Once
 	gate := func() error {
 		once.Do(func() {

@@ -69,9 +69,7 @@ func gatedSetup(t *testing.T) (*Store, *Writer, *engine, *syncLogStore, *trace, 
 		flush(t, w)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		s.named.mu.Lock()
-		n := len(s.named.ids)
-		s.named.mu.Unlock()
+		n := s.named.held()
 		if n >= namedCount {
 			break
 		}

@@ -58,12 +58,7 @@ func TestNamedPacks(t *testing.T) {
 		writeAll(t, w, uint64(i*1000), p)
 		flush(t, w)
 	}
-	ready := func() int {
-		s.named.mu.Lock()
-		defer s.named.mu.Unlock()
-		return len(s.named.ids)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ready() < namedCount && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); s.named.held() < namedCount && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	if n := len(emptyObjects(t, root)); n != namedCount {
@@ -106,53 +101,73 @@ func TestNamedPacks(t *testing.T) {
 	}
 }
 
-// TestNamedSwitch checks that ids prepared for one pack size give way to
-// another size only after namedSwitch packs of it in a row, so that mixed
-// sizes do not drop and prepare names over and over, and never to packs
-// above namedMax.
-func TestNamedSwitch(t *testing.T) {
-	fs, err := filestore.New(t.TempDir())
+// TestNamedClasses checks that packs of different sizes take prepared
+// names: each pack's object is padded up to its class (a multiple of
+// namedStep), so packs of 1000 and 3000 bytes share the names prepared
+// for 4096-byte objects and packs of 5000 and 7000 bytes those for
+// 8192-byte ones, the writer is asked for no id once the classes are
+// prepared, and the data reads back; a pack above namedMax is stored as
+// it is, under a name of its own size.
+func TestNamedClasses(t *testing.T) {
+	root := t.TempDir()
+	fs, err := filestore.New(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEngine(nil)
-	s := newTestStore(t, fs, Config{BlockSize: 1 << 20, NewID: e.newID})
-	w := s.NewWriter(1, e.newID, e.committer(1))
-	pool := func() (int, int) {
-		s.named.mu.Lock()
-		defer s.named.mu.Unlock()
-		return s.named.size, len(s.named.ids)
-	}
-	settle := func(size, n int) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			s.named.mu.Lock()
-			busy := s.named.refilling
-			s.named.mu.Unlock()
-			if gotSize, gotN := pool(); !busy && gotSize == size && gotN == n {
-				return
-			}
-		}
-		gotSize, gotN := pool()
-		t.Fatalf("pool holds %d ids of size %d, want %d of %d", gotN, gotSize, n, size)
-	}
+	log := &trace{}
+	e := newEngine(log)
+	s := newTestStore(t, &recordStore{Store: fs, log: log}, Config{BlockSize: 1 << 20, NewID: e.newID})
+	var writerIDs []meta.SliceID
+	w := s.NewWriter(1, func(ctx context.Context) (meta.SliceID, error) {
+		id, err := e.newID(ctx)
+		writerIDs = append(writerIDs, id)
+		return id, err
+	}, e.committer(1))
+	var m model
 	off := uint64(0)
 	pack := func(n int) {
-		writeAll(t, w, off, pattern(1, off, n))
+		t.Helper()
+		p := pattern(byte(off), off, n)
+		m.write(off, p)
+		writeAll(t, w, off, p)
 		flush(t, w)
 		off += uint64(n)
 	}
-	pack(1000)
-	pack(1000)
-	settle(1000, namedCount)
-	for range namedSwitch - 1 {
-		pack(2000)
+	settle := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); s.named.held() < want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d names prepared, want %d", s.named.held(), want)
+			}
+		}
 	}
-	settle(1000, namedCount)
-	pack(2000)
-	settle(2000, namedCount)
-	for range namedSwitch {
-		pack(namedMax + 1000) // too large to take a prepared name
+	pack(1000)
+	pack(3000)
+	settle(namedCount)
+	pack(5000)
+	pack(7000)
+	settle(2*namedCount - 1)
+	before := len(writerIDs)
+	for _, n := range []int{1200, 2500, 4096, 4097, 6000, 8192} {
+		pack(n)
 	}
-	settle(2000, namedCount)
+	if len(writerIDs) != before {
+		t.Errorf("packs of prepared classes asked the writer for %d ids", len(writerIDs)-before)
+	}
+	pack(namedMax + 1000) // too large to take a prepared name
+	sizes := map[int]int{}
+	for _, ev := range log.snapshot() {
+		if key, ok := strings.CutPrefix(ev, "put "); ok {
+			if ref, ok := ParseBlockKey(key); ok {
+				sizes[ref.Size]++
+			}
+		}
+	}
+	// The first two packs of a class prepare its names and are stored
+	// as they are.
+	want := map[int]int{1000: 1, 3000: 1, 5000: 1, 7000: 1, 4096: 3, 8192: 3, namedMax + 1000: 1}
+	if fmt.Sprint(sizes) != fmt.Sprint(want) {
+		t.Errorf("objects put by size: %v, want %v", sizes, want)
+	}
+	mustEqual(t, "read back", e.readFile(t, s.NewReader(1), 1, 0, len(m.data)), m.data)
 }

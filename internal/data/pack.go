@@ -19,7 +19,10 @@ import (
 // pack's members are stored back to back as ONE object (block 0 of the
 // pack's slice id, at most BlockSize long) and each member is committed
 // as a record {ID: pack id, Size: pack size, Off: its offset, Len, Pos},
-// exactly like a piece of a cloned slice. The first committed record of a
+// exactly like a piece of a cloned slice. A small pack's object may be
+// padded with zeros up to a size class, so that it can take a name the
+// file store prepared ahead (named.go): Size is then the padded size,
+// which no record's Off+Len reaches. The first committed record of a
 // pack holds the id's implicit reference, every later one takes a
 // reference of its own (meta.SliceWrite.Shared), so the object is freed
 // with its last record and compaction, truncation and gc need nothing new.
@@ -42,6 +45,7 @@ const maxPackMembers = 1024
 type pack struct {
 	members   []*slice
 	size      int  // bytes: the members' lengths summed
+	obj       int  // bytes of its object, set before its first upload: size, or size padded to its class (named.go)
 	sealed    bool // takes no more members; uploading or stored
 	uploading bool
 	stored    bool
@@ -124,7 +128,7 @@ func (w *Writer) uploadPack(p *pack, gen uint64) {
 	var err error
 	named := false
 	if p.id == 0 {
-		p.id = w.s.takeNamed(p.size)
+		p.id, p.obj = w.s.takeNamed(p.size)
 		named = p.id != 0
 	}
 	if named && w.gatedPut(p, gen) {
@@ -145,7 +149,7 @@ func (w *Writer) uploadPack(p *pack, gen uint64) {
 		// it, a guest's parallel random writes fell from 31,000–42,000 to
 		// 28,000–29,000 IOPS (the copy, and the writeback its fsync waits
 		// for), more than reads of them gained.
-		err = w.s.put(BlockKey(p.id, 0, p.size), func() io.Reader { return w.packReader(p) }, p.size, false)
+		err = w.s.put(BlockKey(p.id, 0, p.obj), func() io.Reader { return w.packReader(p) }, p.obj, false)
 	}
 	if w.packUploaded(p, gen, err) {
 		w.commitLoop()
@@ -196,7 +200,8 @@ func (w *Writer) packDone(p *pack, gen uint64, err error) (stored bool) {
 }
 
 // packReader returns a reader of p's object bytes: each member's bytes in
-// turn, straight from its pages.
+// turn, straight from its pages, then the zeros that pad it to its
+// object's size.
 func (w *Writer) packReader(p *pack) io.ReadSeeker {
 	var segs [][]byte
 	for _, m := range p.members {
@@ -210,8 +215,15 @@ func (w *Writer) packReader(p *pack) io.ReadSeeker {
 			left -= n
 		}
 	}
-	return &segReader{segs: segs, size: int64(p.size)}
+	if pad := p.obj - p.size; pad > 0 {
+		segs = append(segs, zeroPad[:pad])
+	}
+	return &segReader{segs: segs, size: int64(p.obj)}
 }
+
+// zeroPad is what pads a pack to its class (less than namedStep bytes);
+// never written to.
+var zeroPad [namedStep]byte
 
 // segReader reads the concatenation of byte segments. It implements
 // io.Seeker (from the start) so a retrying store can replay it.

@@ -88,10 +88,11 @@ type slice struct {
 
 // object returns the size of the object(s) s's bytes are stored in and
 // their offset there: a slice of its own, or its place in a pack (whose
-// size is final once stored).
+// object's size is set before its upload starts; asked only once stored
+// or, by a gated commit, while uploading).
 func (s *slice) object() (size, off uint32) {
 	if s.pack != nil {
-		return uint32(s.pack.size), s.off
+		return uint32(s.pack.obj), s.off
 	}
 	return s.length, 0
 }

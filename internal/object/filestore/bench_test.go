@@ -41,9 +41,8 @@ func BenchmarkSmallFreshPut(b *testing.B) {
 		for j := from; j < from+32; j++ {
 			keys = append(keys, key(j))
 		}
-		named.Prepare(context.Background(), keys)
+		named.Prepare(context.Background(), keys, int64(len(body)))
 	}
-	named.named.size.Store(int64(len(body)))
 	prepare(0)
 	prepared := 32
 	var refill chan struct{}

@@ -28,7 +28,9 @@
 //     has an object is replaced atomically. Stopping it removes the
 //     spares; a killed process leaves at most spareCount of them.
 //   - A key made ahead with Prepare (the data layer's block names) is an
-//     empty file, durable with its directory entry before any Put; a
+//     empty file, durable with its directory entry before any Put, with
+//     the space allocated that the latest Put into a key prepared with
+//     the same size hint took; a
 //     fresh Put of it within namedMaxAge writes into it and fdatasyncs
 //     it, nothing more, and returns once that is done (named.go); with
 //     an object.SyncBatch as well, it returns once the bytes are written

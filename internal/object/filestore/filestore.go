@@ -224,7 +224,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	p := s.path(key)
 	s.files.forget(key)
-	s.named.take(p)
+	s.named.take(p, 0)
 	// Unlink, not os.Remove: a directory at p is "no object", not a target.
 	if err := syscall.Unlink(p); err != nil && !isAbsent(err) && err != syscall.EISDIR {
 		err = &os.PathError{Op: "unlink", Path: p, Err: err}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -30,7 +29,11 @@ import (
 // A caller that knows the keys of its coming Puts (the data layer: block
 // 0 of slice ids it reserved from the engine) asks Prepare to make them
 // ahead: each key gets an empty file, its blocks allocated beyond its end
-// (fallocate with KEEP_SIZE, where the file system can), the file fsynced
+// (fallocate with KEEP_SIZE, where the file system can: as many bytes as
+// the latest Put into a key prepared with the same size hint took, the
+// caller's hint being its size before the wrappers above add theirs, so
+// that keys of several sizes prepared side by side each get their own),
+// the file fsynced
 // and then its directory, so that name, inode and allocation are durable
 // before any Put. A fresh Put of a prepared key then
 //
@@ -62,8 +65,15 @@ const namedMaxAge = 2 * time.Minute
 // namedSet is a Store's prepared objects, by path.
 type namedSet struct {
 	mu    sync.Mutex
-	paths map[string]time.Time // made
-	size  atomic.Int64         // of the latest small fresh Put: what Prepare allocates
+	paths map[string]preparedObject
+	sizes map[int64]int64 // by size hint: the size of the latest Put into an object prepared with it
+}
+
+// preparedObject is when an object was prepared and the size hint it
+// was prepared with.
+type preparedObject struct {
+	made time.Time
+	hint int64
 }
 
 // testHookNamedUsed, if set, is told of each Put that took a prepared
@@ -71,21 +81,43 @@ type namedSet struct {
 var testHookNamedUsed func(path string)
 
 // take removes path from the set and reports when it was made, if it
-// was prepared.
-func (n *namedSet) take(path string) (time.Time, bool) {
+// was prepared; it records size as the latest Put's for the object's
+// hint.
+func (n *namedSet) take(path string, size int64) (time.Time, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	made, ok := n.paths[path]
+	o, ok := n.paths[path]
 	delete(n.paths, path)
-	return made, ok
+	if ok && o.hint > 0 && size > 0 && size <= spareMax {
+		if n.sizes == nil {
+			n.sizes = map[int64]int64{}
+		}
+		n.sizes[o.hint] = size
+	}
+	return o.made, ok
+}
+
+// allocation returns how many bytes to allocate for an object prepared
+// with hint: the size of the latest Put into one prepared with the same
+// hint (the caller's size plus what the wrappers above add, a checksum
+// header say), or the hint itself before there was one.
+func (n *namedSet) allocation(hint int64) int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if size, ok := n.sizes[hint]; ok {
+		return size
+	}
+	return hint
 }
 
 // Prepare makes an empty, durable object under each key for a fresh Put
 // to write into (see above) and returns the keys it prepared; a key
-// whose object exists or cannot be made is left out. The space allocated
-// is the size of the latest small fresh Put.
-func (s *Store) Prepare(ctx context.Context, keys []string) []string {
-	size := s.named.size.Load()
+// whose object exists or cannot be made is left out. sizeHint is the
+// size of the Puts the caller expects, as it will give them (0: not
+// known); the space allocated is the size of the latest Put into an
+// object prepared with the same hint, or the hint before there was one.
+func (s *Store) Prepare(ctx context.Context, keys []string, sizeHint int64) []string {
+	size := s.named.allocation(sizeHint)
 	var made []string
 	var files []*os.File
 	dirs := map[string]bool{}
@@ -126,11 +158,11 @@ func (s *Store) Prepare(ctx context.Context, keys []string) []string {
 	now := time.Now()
 	s.named.mu.Lock()
 	if s.named.paths == nil {
-		s.named.paths = map[string]time.Time{}
+		s.named.paths = map[string]preparedObject{}
 	}
 	for _, f := range files {
 		f.Close()
-		s.named.paths[f.Name()] = now
+		s.named.paths[f.Name()] = preparedObject{made: now, hint: sizeHint}
 	}
 	s.named.mu.Unlock()
 	return made
@@ -174,7 +206,7 @@ func (s *Store) Unprepare(keys []string) {
 			continue
 		}
 		path := s.path(key)
-		if _, ok := s.named.take(path); ok {
+		if _, ok := s.named.take(path, 0); ok {
 			os.Remove(path)
 		}
 	}
@@ -192,10 +224,7 @@ func (s *Store) Unprepare(keys []string) {
 // link check) runs just before the COMMIT. Until then nothing refers to
 // the key, so the object being incomplete meanwhile is never seen.
 func (s *Store) putPrepared(ctx context.Context, path string, r io.Reader, size int64, batch *object.SyncBatch) (done bool, err error) {
-	if size <= spareMax {
-		s.named.size.Store(size)
-	}
-	made, ok := s.named.take(path)
+	made, ok := s.named.take(path, size)
 	if !ok {
 		return false, nil
 	}

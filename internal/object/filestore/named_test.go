@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"shoal/internal/object"
 )
 
@@ -33,7 +35,7 @@ func TestPrepareDurable(t *testing.T) {
 	s := newStore(t)
 	synced := syncLog(t)
 	keys := []string{"chunks/0/0/1_0_10", "chunks/0/0/2_0_10", "chunks/0/1/1000_0_10"}
-	got := s.Prepare(context.Background(), keys)
+	got := s.Prepare(context.Background(), keys, 0)
 	if len(got) != len(keys) {
 		t.Fatalf("Prepare = %v, want %v", got, keys)
 	}
@@ -65,7 +67,7 @@ func TestNamedPut(t *testing.T) {
 	ctx := object.WithFreshKey(context.Background())
 	key := "chunks/0/0/7_0_4"
 	path := filepath.Join(s.Root(), key)
-	if got := s.Prepare(context.Background(), []string{key}); len(got) != 1 {
+	if got := s.Prepare(context.Background(), []string{key}, 0); len(got) != 1 {
 		t.Fatalf("Prepare = %v", got)
 	}
 	before, _ := os.Stat(path)
@@ -89,7 +91,7 @@ func TestNamedPut(t *testing.T) {
 	if b, err := os.ReadFile(path); err != nil || string(b) != "data" {
 		t.Errorf("object = %q, %v", b, err)
 	}
-	if got := s.Prepare(context.Background(), []string{key}); len(got) != 0 {
+	if got := s.Prepare(context.Background(), []string{key}, 0); len(got) != 0 {
 		t.Errorf("Prepare of an existing object = %v, want nothing", got)
 	}
 }
@@ -102,7 +104,7 @@ func TestNamedRemovedUnderPut(t *testing.T) {
 	s := newStore(t)
 	ctx := object.WithFreshKey(context.Background())
 	keys := []string{"chunks/0/0/1_0_1", "chunks/0/0/2_0_1"}
-	s.Prepare(context.Background(), keys)
+	s.Prepare(context.Background(), keys, 0)
 	first := filepath.Join(s.Root(), keys[0])
 	testHookSynced = func(p string) {
 		if p == first {
@@ -130,10 +132,10 @@ func TestNamedTooOld(t *testing.T) {
 	s := newStore(t)
 	ctx := object.WithFreshKey(context.Background())
 	keys := []string{"chunks/0/0/1_0_1", "chunks/0/0/2_0_1", "chunks/0/0/3_0_1"}
-	s.Prepare(context.Background(), keys)
+	s.Prepare(context.Background(), keys, 0)
 	old := filepath.Join(s.Root(), keys[0])
 	s.named.mu.Lock()
-	s.named.paths[old] = time.Now().Add(-namedMaxAge)
+	s.named.paths[old] = preparedObject{made: time.Now().Add(-namedMaxAge)}
 	s.named.mu.Unlock()
 	used := false
 	testHookNamedUsed = func(string) { used = true }
@@ -170,7 +172,7 @@ func TestNamedTooOld(t *testing.T) {
 func TestNamedPutLater(t *testing.T) {
 	s := newStore(t)
 	keys := []string{"chunks/0/0/7_0_4", "chunks/0/0/8_0_4"}
-	if got := s.Prepare(context.Background(), keys); len(got) != 2 {
+	if got := s.Prepare(context.Background(), keys, 0); len(got) != 2 {
 		t.Fatalf("Prepare = %v", got)
 	}
 	synced := syncLog(t)
@@ -219,5 +221,44 @@ func TestNamedPutLater(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(s.Root(), other)); err != nil || string(got) != "else" {
 		t.Errorf("unprepared object = %q, %v", got, err)
+	}
+}
+
+// TestPrepareAllocation checks the space Prepare allocates for each
+// object: the size of the latest Put into an object prepared with the
+// same size hint, or the hint itself before there was one; so keys of
+// different sizes prepared side by side (the data layer's classes) are
+// each given what their own Puts take, not the latest Put's size.
+func TestPrepareAllocation(t *testing.T) {
+	s := newStore(t)
+	ctx := object.WithFreshKey(context.Background())
+	allocated := func(key string) int64 {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(s.Root(), key), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Blocks * 512
+	}
+	s.Prepare(context.Background(), []string{"chunks/0/0/1_0_4096"}, 4096)
+	if got := allocated("chunks/0/0/1_0_4096"); got != 0 && got != 4096 {
+		t.Skipf("the file system allocated %d bytes for 4096 (no fallocate?)", got)
+	}
+	put := func(key string, size int) {
+		t.Helper()
+		if err := s.Put(ctx, key, strings.NewReader(strings.Repeat("x", size)), int64(size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("chunks/0/0/1_0_4096", 4096+32) // a wrapper's header on top
+	s.Prepare(context.Background(), []string{"chunks/0/0/2_0_8192"}, 8192)
+	put("chunks/0/0/2_0_8192", 8192+32)
+	s.Prepare(context.Background(), []string{"chunks/0/0/3_0_4096", "chunks/0/0/4_0_16384"}, 0)
+	s.Prepare(context.Background(), []string{"chunks/0/0/5_0_4096"}, 4096)
+	s.Prepare(context.Background(), []string{"chunks/0/0/6_0_16384"}, 16384)
+	for key, want := range map[string]int64{"chunks/0/0/5_0_4096": 8192, "chunks/0/0/6_0_16384": 16384, "chunks/0/0/4_0_16384": 0} {
+		if got := allocated(key); got != want {
+			t.Errorf("%s: %d bytes allocated, want %d", key, got, want)
+		}
 	}
 }
