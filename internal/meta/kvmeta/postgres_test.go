@@ -17,7 +17,7 @@ import (
 
 // serviceURL returns the named environment variable, skipping the test when
 // it is unset unless SHOAL_REQUIRE_SERVICES=1.
-func serviceURL(t *testing.T, name string) string {
+func serviceURL(t testing.TB, name string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {

@@ -168,7 +168,8 @@
 // value (below). A mount's lookup of a name about to be created in a
 // directory it made is so answered ENOENT without a round trip, and the
 // create's first read round takes the entry as an absent seed: a create
-// is one round trip, its commit. A reset forgets every record.
+// is one round trip, its commit. A reset forgets every record; a full
+// table, those used least lately.
 //
 // Why an answer is current: the connection sends one PING at a time, each
 // after the answer to the one before. Broadcast invalidations are queued

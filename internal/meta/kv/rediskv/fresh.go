@@ -1,7 +1,9 @@
 package rediskv
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"shoal/internal/meta"
@@ -27,17 +29,22 @@ import (
 // client's own writes under the prefix are put in unknown before they
 // are sent. A write transaction's first read round takes such keys as
 // absent seeds (seeds.go), which its commit compares anyway. A reset of
-// the tracker forgets every record; so does a full table.
+// the tracker forgets every record. A full table forgets the records
+// used least lately (made, changed under, or asked about), down to
+// three quarters of freshMax: a long-lived mount keeps serving the
+// directories it works in after it has made and filled many others.
+// Forgetting a record only loses knowledge: its keys are then read.
 
 // freshRecord is the state of one fresh prefix.
 type freshRecord struct {
 	at      time.Time       // when its commit returned; zero while it runs
 	unknown map[string]bool // Redis keys under the prefix changed since
+	used    uint64          // tracker.freshUse when last made, changed or asked
 }
 
 // freshMax bounds the records and the keys they hold in unknown, all
-// together; past it every record is forgotten.
-const freshMax = 1 << 16
+// together; past it the records used least lately are forgotten.
+var freshMax = 1 << 16
 
 var _ kv.FreshPrefixer = (*tx)(nil)
 
@@ -83,11 +90,40 @@ func (tr *tracker) freshBegin(prefixes []string) {
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if tr.fresh == nil || len(tr.fresh)+tr.freshKeys+len(prefixes) > freshMax {
-		tr.fresh, tr.freshKeys = map[string]*freshRecord{}, 0
+	if tr.fresh == nil {
+		tr.fresh = map[string]*freshRecord{}
+	}
+	if len(tr.fresh)+tr.freshKeys+len(prefixes) > freshMax {
+		tr.freshEvict()
 	}
 	for _, p := range prefixes {
-		tr.fresh[p] = &freshRecord{unknown: map[string]bool{}}
+		if r := tr.fresh[p]; r != nil {
+			tr.freshKeys -= len(r.unknown)
+		}
+		tr.freshUse++
+		tr.fresh[p] = &freshRecord{unknown: map[string]bool{}, used: tr.freshUse}
+	}
+}
+
+// freshEvict forgets the records used least lately until the records
+// and their keys fill at most three quarters of freshMax. The caller
+// holds mu.
+func (tr *tracker) freshEvict() {
+	type use struct {
+		prefix string
+		used   uint64
+	}
+	byUse := make([]use, 0, len(tr.fresh))
+	for p, r := range tr.fresh {
+		byUse = append(byUse, use{p, r.used})
+	}
+	slices.SortFunc(byUse, func(a, b use) int { return cmp.Compare(a.used, b.used) })
+	for _, u := range byUse {
+		if len(tr.fresh)+tr.freshKeys <= freshMax/4*3 {
+			return
+		}
+		tr.freshKeys -= len(tr.fresh[u.prefix].unknown)
+		delete(tr.fresh, u.prefix)
 	}
 }
 
@@ -118,13 +154,17 @@ func (tr *tracker) freshChanged(rkeys []string) {
 		return
 	}
 	for _, rk := range rkeys {
-		if r := tr.fresh[tr.freshPrefix(rk)]; r != nil && !r.unknown[rk] {
-			r.unknown[rk] = true
-			tr.freshKeys++
+		if r := tr.fresh[tr.freshPrefix(rk)]; r != nil {
+			tr.freshUse++
+			r.used = tr.freshUse
+			if !r.unknown[rk] {
+				r.unknown[rk] = true
+				tr.freshKeys++
+			}
 		}
 	}
 	if len(tr.fresh)+tr.freshKeys > freshMax {
-		tr.fresh, tr.freshKeys = nil, 0
+		tr.freshEvict()
 	}
 }
 
@@ -154,5 +194,7 @@ func (tr *tracker) freshAbsent(rk string) (time.Time, bool) {
 	if r == nil || r.at.IsZero() || r.unknown[rk] {
 		return time.Time{}, false
 	}
+	tr.freshUse++
+	r.used = tr.freshUse
 	return r.at, true
 }

@@ -2,6 +2,7 @@ package rediskv
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -164,5 +165,42 @@ func TestCachedFollowWithoutParent(t *testing.T) {
 	})
 	if err != nil || string(dir) != "dir1" {
 		t.Fatalf("directory read %q, %v; want dir1", dir, err)
+	}
+}
+
+// TestFreshPrefixFullTableKeepsRecent: when the records fill the table,
+// those used least lately go, not every one: a directory a mount keeps
+// creating in stays known fresh while it makes and fills many others.
+func TestFreshPrefixFullTableKeepsRecent(t *testing.T) {
+	defer func(n int) { freshMax = n }(freshMax)
+	freshMax = 64
+	s := openCached(t, redisNamespaceURL(t))
+	ctx := context.Background()
+	setKey(t, s, "Astart", "x")
+	untilCached(t, s, "Astart") // tracking runs (a new connection forgets every record)
+	prefix := func(i int) string { return fmt.Sprintf("D\x00\x00\x00\x00\x00\x00%c%c", 1+i/200, 1+i%200) }
+	fresh := func(i int) {
+		t.Helper()
+		if err := s.Txn(ctx, func(tx kv.Tx) error {
+			tx.Set([]byte(fmt.Sprint("A", i)), []byte("dir"))
+			kv.FreshPrefix(tx, []byte(prefix(i)))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh(0) // the directory in use
+	untilKnownAbsent(t, s, prefix(0)+"n0")
+	for i := 1; i <= 3*freshMax; i++ { // others, made and filled
+		fresh(i)
+		setKey(t, s, prefix(i)+"n0", "e")
+		if i%8 == 0 { // the one in use gets a new entry now and then
+			setKey(t, s, fmt.Sprint(prefix(0), "m", i), "e")
+			untilKnownAbsent(t, s, prefix(0)+"n0")
+		}
+	}
+	untilKnownAbsent(t, s, prefix(0)+"n1")
+	if _, ok := knownAbsent(s, prefix(1)+"n1"); ok {
+		t.Error("the first of the others is still known fresh: no record was forgotten")
 	}
 }

@@ -73,8 +73,12 @@ func dirMember(key []byte) string {
 // not empty: it loses it only once the "z" set is empty, and a write
 // adds it only if the "z" set gained a member (one that did not is not
 // empty, so the member is there: an overwrite, most writes, skips a
-// ZADD). This script is the only writer of the sets. KEYS[1] is the namespace's route key, naming the slot in
-// Cluster mode.
+// ZADD). A key a check just found present has its members already (the
+// sets hold a member for every key, and nothing ran in between): its
+// write touches no set (the directory's attributes a create, unlink or
+// rename rewrites, the file's a write's commit rewrites). This script is
+// the only writer of the sets. KEYS[1] is the namespace's route key,
+// naming the slot in Cluster mode.
 const commitScript = `
 local base = ARGV[1]
 local frozen = redis.call('GET', base .. 'f')
@@ -84,30 +88,36 @@ elseif frozen ~= ARGV[2] then
   return -2
 end
 local i = 4
+local present = {}
 for c = 1, tonumber(ARGV[3]) do
   local cur = redis.call('GET', ARGV[i])
   local fp = '-'
-  if cur then fp = redis.sha1hex(cur) end
+  if cur then
+    fp = redis.sha1hex(cur)
+    present[ARGV[i]] = true
+  end
   if fp ~= ARGV[i + 1] then return 0 end
   i = i + 2
 end
 while i <= #ARGV do
   local op, k = ARGV[i], ARGV[i + 1]
   local vkey = base .. 'k' .. k
-  local dkey = base .. 'd' .. string.sub(k, 1, 1)
   local long = #k >= 9
-  local zkey = base .. 'z' .. string.sub(k, 1, 9)
   if op == 's' then
     redis.call('SET', vkey, ARGV[i + 2])
-    if not long then
-      redis.call('ZADD', dkey, 0, string.sub(k, 2))
-    elseif redis.call('ZADD', zkey, 0, string.sub(k, 10)) == 1 then
-      redis.call('ZADD', dkey, 0, string.sub(k, 2, 9))
+    if present[vkey] then
+      -- a check just found the key: its members are there
+    elseif not long then
+      redis.call('ZADD', base .. 'd' .. string.sub(k, 1, 1), 0, string.sub(k, 2))
+    elseif redis.call('ZADD', base .. 'z' .. string.sub(k, 1, 9), 0, string.sub(k, 10)) == 1 then
+      redis.call('ZADD', base .. 'd' .. string.sub(k, 1, 1), 0, string.sub(k, 2, 9))
     end
     i = i + 3
   else
     if redis.call('DEL', vkey) == 1 then
+      local dkey = base .. 'd' .. string.sub(k, 1, 1)
       if long then
+        local zkey = base .. 'z' .. string.sub(k, 1, 9)
         redis.call('ZREM', zkey, string.sub(k, 10))
         if redis.call('EXISTS', zkey) == 0 then redis.call('ZREM', dkey, string.sub(k, 2, 9)) end
       else

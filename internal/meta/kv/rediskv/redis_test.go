@@ -314,3 +314,47 @@ func TestRedisNewerLayoutRefused(t *testing.T) {
 		t.Fatalf("Open of a newer layout: %v, want meta.ErrNewerFormat", err)
 	}
 }
+
+// TestRedisCheckedOverwriteSkipsIndexes: a key the transaction read
+// present and then overwrites keeps its index members from before (the
+// commit script's check proved the key, so its members, there), so its
+// write sends no ZADD. The test takes the key's member out by hand first:
+// a commit that still touched the sets would put it back.
+func TestRedisCheckedOverwriteSkipsIndexes(t *testing.T) {
+	s, err := Open(context.Background(), redisNamespaceURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	st := s.(*Store)
+	checked, blind := []byte("A12345678attr"), []byte("A12345678blind")
+	if err := s.Txn(ctx, func(tx kv.Tx) error {
+		tx.Set(checked, []byte("v1"))
+		tx.Set(blind, []byte("v1"))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	zkey := st.keys.zset(checked[:kv.ScanPrefixLen])
+	if err := st.client.ZRem(ctx, zkey, "attr", "blind").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Txn(ctx, func(tx kv.Tx) error {
+		if v, err := tx.Get(checked); err != nil || string(v) != "v1" {
+			return fmt.Errorf("get: %q, %v", v, err)
+		}
+		tx.Set(checked, []byte("v2"))
+		tx.Set(blind, []byte("v2")) // not read: its sets are written as before
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	members, err := st.client.ZRange(ctx, zkey, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(members) != "[blind]" {
+		t.Fatalf("index members after the overwrite: %q, want only the unread key's [blind]", members)
+	}
+}

@@ -74,6 +74,7 @@ type tracker struct {
 	pingSent  time.Time               // when it was sent
 	fresh     map[string]*freshRecord // fresh prefixes (fresh.go), by Redis prefix
 	freshKeys int                     // keys in their unknown sets
+	freshUse  uint64                  // counts uses of fresh records (freshRecord.used)
 }
 
 // ownWrite is a key this client is committing: it is read again once
