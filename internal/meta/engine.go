@@ -254,6 +254,17 @@ type OpenTracker interface {
 	Release(ctx context.Context, ino Ino) error
 }
 
+// OpenAdopter is implemented by OpenTrackers that keep the record of a
+// released inode a while (a reopen then writes nothing): records that a
+// process left when it died or handed over. A server that took over a
+// resumed session calls Adopted once it has opened again every handle it
+// adopted; the engine then drops, in the background, the session's
+// records of inodes this client does not hold, which nothing else would
+// drop before the session ends.
+type OpenAdopter interface {
+	Adopted(ctx context.Context) error
+}
+
 // Syncer is implemented by engines that can make every committed operation
 // durable against power loss on demand; the vfs calls it on fsync(2).
 // Engines whose commits are durable as they happen need not implement it.

@@ -38,11 +38,15 @@
 // access and, for the first open of the inode in this mount, records it
 // under the mount's session) or Create (Mknod with Open, recorded in the
 // create's own transaction), and a Release per handle release, after the
-// last one's flush. The engine drops the record in the background and
-// purges an orphan nobody else holds; an orphan this mount unlinked is
-// purged by its last Release at once. A mount that dies is reclaimed with
-// its session, which drops its records. An inode open nowhere is deleted
-// by the unlink itself.
+// last one's flush. The engine drops the record in the background (a
+// kvmeta engine keeps it a while, so that a reopen soon after writes
+// nothing, but drops it at once when another mount made the inode an
+// orphan) and purges an orphan nobody else holds; an orphan this mount
+// unlinked is purged by its last Release at once. A mount that dies is
+// reclaimed with its session, which drops its records; a server that takes
+// over the session drops those of files it does not hold
+// (meta.OpenAdopter). An inode open nowhere is deleted by the unlink
+// itself.
 //
 // # Sessions and fenced locks
 //

@@ -149,7 +149,8 @@ func adoptCtx(ctx context.Context) context.Context {
 
 // Adopt takes over what a previous server process of this mount left in
 // st: its handles (under their numbers; the engine records their opens
-// again in the session BeginSession resumed) and its acknowledged writes
+// again in the session BeginSession resumed, and then drops its records of
+// files the previous process had released: meta.OpenAdopter) and its acknowledged writes
 // that were not committed, applied in order and committed before it
 // returns. Handles through which locks were taken keep them if the session
 // was resumed; if it was lost meanwhile their locks are gone and they fail
@@ -160,6 +161,13 @@ func (fs *FS) Adopt(ctx context.Context, st journal.State) error {
 	for fh, h := range st.Handles {
 		if err := fs.adoptHandle(ctx, Fh(fh), h, epoch); err != nil {
 			fs.log.Warn("takeover: an open file is gone; its descriptor will fail with EBADF", "fh", fh, "inode", h.Ino, "err", err)
+		}
+	}
+	if a, ok := fs.tracker.(meta.OpenAdopter); ok {
+		// The records the previous process kept of files it had
+		// released: nobody else would drop them before the session ends.
+		if err := a.Adopted(ctx); err != nil {
+			fs.log.Warn("takeover: cannot list the session's open records; those of files closed before the takeover stay until the mount ends", "err", err)
 		}
 	}
 	for fh, ino := range st.Dirs {

@@ -131,7 +131,7 @@ func (e *Engine) flushLoop(every time.Duration) {
 		case <-tick.C:
 			// A failed flush keeps its deltas (and drops) for the next tick,
 			// and a failed refresh keeps the quota list it had.
-			_ = e.flushReleases(context.Background())
+			_ = e.flushLingering(context.Background())
 			_ = e.flushUsage(context.Background())
 			if ticks%quotaRefresh == 0 && e.cachedFormat() != nil {
 				_ = e.refreshQuotas(context.Background())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"syscall"
+	"time"
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
@@ -40,11 +41,12 @@ import (
 // Cost. A client records an inode once however many handles it opens
 // (openState counts them in memory), in the transaction that already
 // writes when there is one (Mknod with MknodRequest.Open). An Open of an
-// inode this client already holds, or released less than a flush interval
-// ago (the record is still there), is a read-only transaction. Release
-// writes nothing: the last release of an inode queues the drop of its
-// record, and the flush loop drops the queued records in batches, one
-// transaction per batch, every Options.FlushInterval. A record left
+// inode this client already holds, or released less than lingerFor ago
+// (the record is still there: linger.go), is a read-only transaction.
+// Release writes nothing: the last release of an inode queues the drop of
+// its record, and the flush loop drops the records that lingered long
+// enough (and those of orphans) in batches, one transaction per batch,
+// every Options.FlushInterval. A record left
 // standing a little longer only delays a purge; one a crash leaves behind
 // is dropped when its session is reclaimed. Measured on SQLite (2 loaded
 // cores): the record adds about 7 µs to a create of about 40, the batched
@@ -87,9 +89,10 @@ func openKey(ino meta.Ino, id meta.SessionID) []byte {
 type openState struct {
 	mu   sync.Mutex
 	held map[meta.Ino]*heldInode
-	// pending: released, drop the record at the next flush; the value
-	// says whether the record is known to be stored.
-	pending map[meta.Ino]bool
+	// pending: released, drop the record once it has lingered
+	// (linger.go); the value says whether the record is known to be
+	// stored, and since when it is released.
+	pending map[meta.Ino]released
 	// created: inodes this client created open (Mknod with Open), whose
 	// record it wrote and so knows about: it is stored while held or
 	// pending, and gone after. At most maxCreated (then unknown).
@@ -143,7 +146,7 @@ func (o *openState) acquire(ino meta.Ino) (write bool) {
 	}
 	h := o.held[ino]
 	if h == nil {
-		h = &heldInode{recorded: o.pending[ino]}
+		h = &heldInode{recorded: o.pending[ino].recorded}
 		delete(o.pending, ino)
 		o.held[ino] = h
 	}
@@ -154,9 +157,14 @@ func (o *openState) acquire(ino meta.Ino) (write bool) {
 // queue queues ino's drop; the caller holds mu.
 func (o *openState) queue(ino meta.Ino, recorded bool) {
 	if o.pending == nil {
-		o.pending = map[meta.Ino]bool{}
+		o.pending = map[meta.Ino]released{}
 	}
-	o.pending[ino] = o.pending[ino] || recorded
+	p, ok := o.pending[ino]
+	if !ok {
+		p.at = time.Now()
+	}
+	p.recorded = p.recorded || recorded
+	o.pending[ino] = p
 }
 
 // recorded notes that ino's record is stored.
@@ -188,8 +196,9 @@ func (o *openState) release(ino meta.Ino) {
 func (o *openState) unrecorded(ino meta.Ino) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := o.pending[ino]; ok {
-		o.pending[ino] = false
+	if p, ok := o.pending[ino]; ok {
+		p.recorded = false
+		o.pending[ino] = p
 	}
 }
 
@@ -212,13 +221,15 @@ func (o *openState) takePending() []meta.Ino {
 	return inos
 }
 
-// requeue puts drops back after a failed flush, unless reopened meanwhile.
+// requeue puts drops back after a failed flush, unless reopened meanwhile,
+// due at the next flush.
 func (o *openState) requeue(inos []meta.Ino) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, ino := range inos {
 		if o.held[ino] == nil {
 			o.queue(ino, true)
+			o.pending[ino] = released{recorded: true}
 		}
 	}
 }
@@ -385,11 +396,16 @@ func (t *txn) purgeUnused(ino meta.Ino, ignore meta.SessionID) error {
 // releaseBatch is how many queued drops one flush transaction carries.
 const releaseBatch = 256
 
-// flushReleases drops the records of the inodes this client released,
-// a batch per transaction, purging those that were orphans nobody else
-// holds. A failed batch is queued again for the next flush.
+// flushReleases drops the records of every inode this client released,
+// lingering or not (at Close).
 func (e *Engine) flushReleases(ctx context.Context) error {
-	inos := e.opens.takePending()
+	return e.dropRecords(ctx, e.opens.takePending())
+}
+
+// dropRecords drops the records of inos, released by this client, a batch
+// per transaction, purging those that were orphans nobody else holds. A
+// failed batch is queued again for the next flush.
+func (e *Engine) dropRecords(ctx context.Context, inos []meta.Ino) error {
 	if e.currentSession() == 0 {
 		return nil
 	}
