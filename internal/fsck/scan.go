@@ -27,7 +27,7 @@ type sliceRef struct {
 // readFreed loads the freed list.
 func (c *checker) readFreed(ctx context.Context) error {
 	c.prog.Set("freed list", 0, 0)
-	freed, err := c.eng.FreedSlices(ctx, 0)
+	freed, err := c.eng.FreedSlices(ctx, 0, 0)
 	if err != nil {
 		return fmt.Errorf("fsck: reading freed slices: %w", err)
 	}

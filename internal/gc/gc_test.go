@@ -266,7 +266,7 @@ func TestFreedSlices(t *testing.T) {
 	if rep.FreedDel.Objects != 3 || rep.FreedGone != 1 {
 		t.Fatalf("with --delete-freed: %+v", rep)
 	}
-	if freed, _ := e.eng.FreedSlices(e.ctx, 0); len(freed) != 0 {
+	if freed, _ := e.eng.FreedSlices(e.ctx, 0, 0); len(freed) != 0 {
 		t.Fatalf("freed list after gc: %v", freed)
 	}
 	rep = e.run(gc.Options{Grace: time.Nanosecond})

@@ -60,7 +60,7 @@ func storeNow(ctx context.Context, store object.Store, log *slog.Logger) (time.T
 // readFreed loads the freed list.
 func (c *collector) readFreed(ctx context.Context) error {
 	c.prog.Set("freed list", 0, 0)
-	freed, err := c.eng.FreedSlices(ctx, 0)
+	freed, err := c.eng.FreedSlices(ctx, 0, 0)
 	if err != nil {
 		return fmt.Errorf("gc: reading freed slices: %w", err)
 	}

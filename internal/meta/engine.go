@@ -118,9 +118,13 @@ type Engine interface {
 	// with an OpenTracker, for one that a client still holds open (its
 	// last release purges it then).
 	Purge(ctx context.Context, ino Ino) error
-	// FreedSlices returns up to limit slices whose last reference is gone
-	// (ID and Size set): their objects may be deleted.
-	FreedSlices(ctx context.Context, limit int) ([]Slice, error)
+	// FreedSlices returns up to limit (<= 0: all) slices whose last
+	// reference is gone (ID and Size set), in ID order, with IDs above
+	// after (0: from the first): their objects may be deleted. A caller
+	// reads a long list in pages, each call after the last ID of the
+	// previous: one call is one engine transaction, and a big one holds a
+	// single-threaded server (Redis) for its whole length.
+	FreedSlices(ctx context.Context, after SliceID, limit int) ([]Slice, error)
 	// ForgetFreed drops slices from the freed list once their objects are
 	// deleted. Idempotent.
 	ForgetFreed(ctx context.Context, ids []SliceID) error

@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestCleanerAsksMayDelete(t *testing.T) {
 	if asked.Load() < 5 {
 		t.Fatal("the cleaner never asked MayDelete")
 	}
-	if freed, err := eng.FreedSlices(ctx, 10); err != nil || len(freed) == 0 {
+	if freed, err := eng.FreedSlices(ctx, 0, 10); err != nil || len(freed) == 0 {
 		t.Fatalf("freed list emptied while deletes were held: %v %v", freed, err)
 	}
 	allow.Store(true)
@@ -81,4 +82,97 @@ func TestCleanerAsksMayDelete(t *testing.T) {
 	if got := blocks(); got != 0 {
 		t.Fatalf("%d blocks left after MayDelete allowed", got)
 	}
+}
+
+// sizedEngine records the largest FreedSlices limit and ForgetFreed batch
+// the cleaner asks for.
+type sizedEngine struct {
+	meta.Engine
+	maxLimit, maxForget, lists atomic.Int64
+}
+
+func (e *sizedEngine) FreedSlices(ctx context.Context, after meta.SliceID, limit int) ([]meta.Slice, error) {
+	e.lists.Add(1)
+	if limit <= 0 || int64(limit) > e.maxLimit.Load() {
+		e.maxLimit.Store(int64(limit))
+	}
+	return e.Engine.FreedSlices(ctx, after, limit)
+}
+
+func (e *sizedEngine) ForgetFreed(ctx context.Context, ids []meta.SliceID) error {
+	if int64(len(ids)) > e.maxForget.Load() {
+		e.maxForget.Store(int64(len(ids)))
+	}
+	return e.Engine.ForgetFreed(ctx, ids)
+}
+
+// TestCleanerPagesFreedList: the cleaner reads the freed list and forgets
+// it in small engine calls (on Redis one call is one script, which holds
+// the server: a 100,000-slice listing held it for seconds), and still
+// deletes a backlog many pages long once it is DeleteDelay old.
+func TestCleanerPagesFreedList(t *testing.T) {
+	ctx := context.Background()
+	eng := kvmeta.New(memkv.New(), kvmeta.Options{})
+	if err := eng.Format(ctx, meta.Format{Name: "t", Version: meta.CurrentFormatVersion, Storage: "mem", BlockSize: 64 << 10}, false); err != nil {
+		t.Fatal(err)
+	}
+	// A backlog of freed slices, many pages long.
+	const n = 1000
+	mctx := meta.WithCred(ctx, meta.Cred{Trusted: true})
+	for i := range n {
+		ent, err := eng.Mknod(mctx, meta.MknodRequest{Parent: meta.RootIno, Name: fmt.Sprint("f", i), Type: meta.TypeFile, Mode: 0o644})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := eng.NewSliceID(mctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eng.WriteChunk(mctx, ent.Ino, 0, meta.Slice{ID: id, Size: 100, Len: 100}); err != nil {
+			t.Fatal(err)
+		}
+		rm, err := eng.Unlink(mctx, meta.RootIno, fmt.Sprint("f", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rm.Orphan {
+			if err := eng.Purge(mctx, ent.Ino); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if freed, err := eng.FreedSlices(ctx, 0, 0); err != nil || len(freed) != n {
+		t.Fatalf("setup: %d freed slices (%v), want %d", len(freed), err, n)
+	}
+	sized := &sizedEngine{Engine: eng}
+	store := data.New(memstore.New(), data.Config{BlockSize: 64 << 10})
+	fs := vfs.New(sized, store, vfs.Config{DeleteDelay: 300 * time.Millisecond, CleanInterval: 5 * time.Millisecond})
+	t.Cleanup(func() { fs.Close(ctx); store.Close(); eng.Close() })
+	start := time.Now()
+	deadline := start.Add(20 * time.Second)
+	var left []meta.Slice
+	for {
+		var err error
+		if left, err = eng.FreedSlices(ctx, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		if len(left) < n && time.Since(start) < 300*time.Millisecond {
+			t.Fatalf("%d freed slices deleted before DeleteDelay", n-len(left))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(left) != 0 {
+		t.Fatalf("%d of %d freed slices left after %v", len(left), n, time.Since(start))
+	}
+	const most = 256
+	if l := sized.maxLimit.Load(); l <= 0 || l > most {
+		t.Errorf("the cleaner listed up to %d freed slices in one engine call, want at most %d", l, most)
+	}
+	if f := sized.maxForget.Load(); f > most {
+		t.Errorf("the cleaner forgot %d freed slices in one engine call, want at most %d", f, most)
+	}
+	t.Logf("drained %d freed slices in %v, %d listings", n, time.Since(start), sized.lists.Load())
 }

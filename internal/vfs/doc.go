@@ -81,7 +81,10 @@
 // background cleaner deletes their objects, but only after a slice has
 // been seen freed for DeleteDelay, so readers on other mounts holding an
 // older slice list can finish; a read that still hits a deleted object
-// refetches the slice list and retries once. Before each batch of deletes
+// refetches the slice list and retries once. The cleaner reads the freed
+// list in short pages, a bounded number a tick, and remembers when it
+// first saw each slice (one engine request is one transaction, and on
+// Redis one script that holds the server). Before each batch of deletes
 // it asks Config.MayDelete: while the volume shares its bucket with
 // another (a copy loaded from a dump, see internal/identity) nothing is
 // deleted and the slices stay freed until it does not. About once a

@@ -649,12 +649,17 @@ func chunkAfter(from uint32) []byte {
 	return be.AppendUint32(be.AppendUint32(nil, from-1), 1<<32-1)
 }
 
-// FreedSlices lists slices whose last reference is gone.
-func (e *Engine) FreedSlices(ctx context.Context, limit int) ([]meta.Slice, error) {
+// FreedSlices lists slices whose last reference is gone, by ID, from the
+// first after after.
+func (e *Engine) FreedSlices(ctx context.Context, after meta.SliceID, limit int) ([]meta.Slice, error) {
+	var from []byte
+	if after != 0 {
+		from = be.AppendUint64(nil, uint64(after))
+	}
 	var out []meta.Slice
 	err := e.view(ctx, func(t *txn) error {
 		out = out[:0]
-		return t.tx.Scan([]byte{kindFreed}, nil, limit, func(key, value []byte) bool {
+		return t.tx.Scan([]byte{kindFreed}, from, limit, func(key, value []byte) bool {
 			s := meta.Slice{ID: meta.SliceID(be.Uint64(key[1:]))}
 			if len(value) >= 4 {
 				s.Size = be.Uint32(value)

@@ -85,7 +85,7 @@ func TestRedisUnlinkRoundTrips(t *testing.T) {
 			t.Errorf("unlink of a file written here: %d round trips, want at most 3 (the entry and its attributes, the reference counts, the commit)", n)
 		}
 	}
-	got, err := e.FreedSlices(ctx, 100)
+	got, err := e.FreedSlices(ctx, 0, 100)
 	if err != nil {
 		t.Fatalf("FreedSlices: %v", err)
 	}

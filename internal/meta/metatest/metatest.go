@@ -68,6 +68,7 @@ func Run(t *testing.T, newEngine Factory) {
 		{"Report", testReport},
 		{"Model", testModel},
 		{"Written", testWritten},
+		{"FreedPaging", testFreedPaging},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) { g.fn(t, newEngine) })
@@ -196,7 +197,7 @@ func (v *env) view(ino meta.Ino, index, pos, n uint32) []meta.Slice {
 // freed returns the ids on the freed list.
 func (v *env) freed() map[meta.SliceID]uint32 {
 	v.t.Helper()
-	ss, err := v.e.FreedSlices(v.ctx, 1<<20)
+	ss, err := v.e.FreedSlices(v.ctx, 0, 1<<20)
 	v.check(err, "freed slices")
 	out := make(map[meta.SliceID]uint32, len(ss))
 	for _, s := range ss {

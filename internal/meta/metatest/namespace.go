@@ -2,6 +2,7 @@ package metatest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"syscall"
@@ -247,5 +248,68 @@ func testRemove(t *testing.T, newEngine Factory) {
 	}
 	if names := v.names(meta.RootIno); len(names) != 0 {
 		t.Fatalf("root not empty: %v", names)
+	}
+}
+
+// testFreedPaging: FreedSlices lists in ID order, pages with after (a
+// caller reads a long list in short engine calls), and a page never
+// exceeds its limit.
+func testFreedPaging(t *testing.T, newEngine Factory) {
+	v := open(t, newEngine)
+	want := map[meta.SliceID]uint32{}
+	for i := range 7 {
+		name := fmt.Sprint("f", i)
+		f := v.mk(meta.RootIno, name, meta.TypeFile, 0o644)
+		for j := range 2 {
+			s := v.write(f.Ino, uint64(j)*4096, uint32(100+i))
+			want[s.ID] = s.Size
+		}
+		rm, err := v.e.Unlink(v.ctx, meta.RootIno, name)
+		v.check(err, "unlink")
+		if rm.Orphan {
+			v.check(v.e.Purge(v.ctx, f.Ino), "purge")
+		}
+	}
+	all, err := v.e.FreedSlices(v.ctx, 0, 0)
+	v.check(err, "freed slices")
+	if len(all) != len(want) {
+		t.Fatalf("freed list %v, want the %d slices %v", all, len(want), want)
+	}
+	for _, limit := range []int{1, 3, len(want), len(want) + 5} {
+		var got []meta.Slice
+		var after meta.SliceID
+		for pages := 0; ; pages++ {
+			if pages > len(want)+1 {
+				t.Fatalf("limit %d: paging does not end: %v", limit, got)
+			}
+			page, err := v.e.FreedSlices(v.ctx, after, limit)
+			v.check(err, "freed slices page")
+			if len(page) > limit {
+				t.Fatalf("limit %d after %d: %d slices", limit, after, len(page))
+			}
+			got = append(got, page...)
+			if len(page) < limit {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		if len(got) != len(want) {
+			t.Fatalf("limit %d: paged %v, want %v", limit, got, want)
+		}
+		for i, s := range got {
+			if size, ok := want[s.ID]; !ok || size != s.Size {
+				t.Fatalf("limit %d: paged %v, want %v", limit, got, want)
+			}
+			if i > 0 && got[i-1].ID >= s.ID {
+				t.Fatalf("limit %d: not in ID order: %v", limit, got)
+			}
+		}
+	}
+	last := all[len(all)-1].ID
+	if page, err := v.e.FreedSlices(v.ctx, last, 0); err != nil || len(page) != 0 {
+		t.Fatalf("after the last freed slice: %v, %v", page, err)
+	}
+	if page, err := v.e.FreedSlices(v.ctx, all[0].ID, 1); err != nil || len(page) != 1 || page[0].ID != all[1].ID {
+		t.Fatalf("after the first freed slice: %v, %v; want %v", page, err, all[1])
 	}
 }
