@@ -38,7 +38,9 @@ import (
 // counters): otherwise the read may predate a change whose invalidation is
 // already spent. Any reset (a new connection, a lost or unexpected
 // message, a flush of the database) empties the cache and starts valid
-// over; so does a full cache.
+// over. A full cache drops an eighth of its values, chosen at random (map
+// iteration order), to make room: eviction only forgets, and a key
+// evicted is read from Redis again and inserted under the same guard.
 //
 // This client's own commits: after one, the old values of the keys it
 // wrote are dropped at once (this mount reads its own writes), and when
@@ -64,6 +66,7 @@ type tracker struct {
 	global   atomic.Uint64 // bumped by every invalidation and reset
 	slots    [trackSlots]atomic.Uint64
 	served   atomic.Int64 // answers from the cache, for tests
+	max      int          // values held at most; 0: trackMax (tests set less)
 
 	mu        sync.Mutex
 	m         map[string]trackedValue
@@ -96,8 +99,15 @@ type trackedValue struct {
 const (
 	invalidateChannel = "__redis__:invalidate"
 	trackSlots        = 1024
-	trackMax          = 1 << 16 // entries; the cache starts afresh past it
-	pingEvery         = 20 * time.Millisecond
+	// trackMax bounds the values held: a 100,000-entry directory's
+	// entries and attributes (two values per entry) fit, stat of every
+	// entry after a listing is answered here. Past it, an eighth goes.
+	trackMax = 1 << 18
+	// ownMax bounds the keys of writes awaiting their read-back: those of
+	// commits in flight, and of commits that failed (never invalidated),
+	// swept once older than ownAge when the bound is reached.
+	ownMax    = 1 << 16
+	pingEvery = 20 * time.Millisecond
 	// staleMax bounds how long before an answer from the cache the value
 	// was known current.
 	staleMax = 100 * time.Millisecond
@@ -398,8 +408,11 @@ func (tr *tracker) fill(rkeys []string, vals [][]byte, present []bool, g guard) 
 	now := time.Now()
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if tr.m == nil || len(tr.m)+len(rkeys) > trackMax {
+	if tr.m == nil {
 		tr.m = make(map[string]trackedValue, len(rkeys))
+	}
+	if over := len(tr.m) + len(rkeys) - tr.limit(); over > 0 {
+		tr.evict(max(over, tr.limit()/8))
 	}
 	for i, rk := range rkeys {
 		if !tr.tracks(rk) {
@@ -417,6 +430,26 @@ func (tr *tracker) fill(rkeys []string, vals [][]byte, present []bool, g guard) 
 			continue // the same, and held since e.at: no younger for being read again
 		}
 		tr.m[rk] = trackedValue{value: vals[i], present: present[i], at: now}
+	}
+}
+
+// limit is the most values the cache holds.
+func (tr *tracker) limit() int {
+	if tr.max > 0 {
+		return tr.max
+	}
+	return trackMax
+}
+
+// evict forgets n values (all if n is more), those map iteration meets
+// first: a random choice. The caller holds tr.mu.
+func (tr *tracker) evict(n int) {
+	for rk := range tr.m {
+		if n <= 0 {
+			return
+		}
+		delete(tr.m, rk)
+		n--
 	}
 }
 
@@ -445,8 +478,15 @@ func (tr *tracker) writing(rkeys []string) {
 		tr.own = map[string]ownWrite{}
 	}
 	tr.freshChanged(rkeys)
+	if len(tr.own)+len(rkeys) > ownMax {
+		for rk, o := range tr.own {
+			if now.Sub(o.at) >= ownAge {
+				delete(tr.own, rk) // a commit that failed: no invalidation comes
+			}
+		}
+	}
 	for _, rk := range rkeys {
-		if tr.tracks(rk) && len(tr.own) < trackMax {
+		if tr.tracks(rk) && len(tr.own) < ownMax {
 			tr.own[rk] = ownWrite{at: now}
 		}
 	}
