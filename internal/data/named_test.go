@@ -36,21 +36,7 @@ func emptyObjects(t *testing.T, root string) []string {
 // commit still follows the Put, and that Close removes the names no pack
 // took.
 func TestNamedPacks(t *testing.T) {
-	root := t.TempDir()
-	fs, err := filestore.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &trace{}
-	e := newEngine(log)
-	s := New(&recordStore{Store: fs, log: log}, Config{BlockSize: 1 << 20, NewID: e.newID, Logger: discardLogger()})
-	t.Cleanup(func() { _ = s.Close() })
-	var writerIDs []meta.SliceID
-	w := s.NewWriter(1, func(ctx context.Context) (meta.SliceID, error) {
-		id, err := e.newID(ctx)
-		writerIDs = append(writerIDs, id)
-		return id, err
-	}, e.committer(1))
+	root, log, e, s, w, writerIDs := namedFixture(t)
 	var m model
 	for i := 0; i < 2; i++ {
 		p := pattern(byte(i), 0, 1000)
@@ -64,15 +50,15 @@ func TestNamedPacks(t *testing.T) {
 	if n := len(emptyObjects(t, root)); n != namedCount {
 		t.Fatalf("%d prepared names (%v), want %d", n, emptyObjects(t, root), namedCount)
 	}
-	before := len(writerIDs)
+	before := len(*writerIDs)
 	for i := 2; i < 6; i++ {
 		p := pattern(byte(i), 0, 1000)
 		m.write(uint64(i*1000), p)
 		writeAll(t, w, uint64(i*1000), p)
 		flush(t, w)
 	}
-	if len(writerIDs) != before {
-		t.Errorf("packs of the prepared size asked the writer for %d ids", len(writerIDs)-before)
+	if len(*writerIDs) != before {
+		t.Errorf("packs of the prepared size asked the writer for %d ids", len(*writerIDs)-before)
 	}
 	if n := len(emptyObjects(t, root)); n != namedCount-4 {
 		t.Errorf("%d prepared names left after 4 packs, want %d", n, namedCount-4)
@@ -109,20 +95,7 @@ func TestNamedPacks(t *testing.T) {
 // prepared, and the data reads back; a pack above namedMax is stored as
 // it is, under a name of its own size.
 func TestNamedClasses(t *testing.T) {
-	root := t.TempDir()
-	fs, err := filestore.New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &trace{}
-	e := newEngine(log)
-	s := newTestStore(t, &recordStore{Store: fs, log: log}, Config{BlockSize: 1 << 20, NewID: e.newID})
-	var writerIDs []meta.SliceID
-	w := s.NewWriter(1, func(ctx context.Context) (meta.SliceID, error) {
-		id, err := e.newID(ctx)
-		writerIDs = append(writerIDs, id)
-		return id, err
-	}, e.committer(1))
+	_, log, e, s, w, writerIDs := namedFixture(t)
 	var m model
 	off := uint64(0)
 	pack := func(n int) {
@@ -147,12 +120,12 @@ func TestNamedClasses(t *testing.T) {
 	pack(5000)
 	pack(7000)
 	settle(2*namedCount - 1)
-	before := len(writerIDs)
+	before := len(*writerIDs)
 	for _, n := range []int{1200, 2500, 4096, 4097, 6000, 8192} {
 		pack(n)
 	}
-	if len(writerIDs) != before {
-		t.Errorf("packs of prepared classes asked the writer for %d ids", len(writerIDs)-before)
+	if len(*writerIDs) != before {
+		t.Errorf("packs of prepared classes asked the writer for %d ids", len(*writerIDs)-before)
 	}
 	pack(namedMax + 1000) // too large to take a prepared name
 	sizes := map[int]int{}
@@ -170,4 +143,27 @@ func TestNamedClasses(t *testing.T) {
 		t.Errorf("objects put by size: %v, want %v", sizes, want)
 	}
 	mustEqual(t, "read back", e.readFile(t, s.NewReader(1), 1, 0, len(m.data)), m.data)
+}
+
+// namedFixture is a Store over a file store in a fresh directory (root)
+// whose puts and the engine's commits are logged, given Config.NewID, and
+// a Writer of inode 1 whose own IDFunc records the ids it hands out
+// (packs that took a prepared name ask it for none).
+func namedFixture(t *testing.T) (root string, log *trace, e *engine, s *Store, w *Writer, writerIDs *[]meta.SliceID) {
+	t.Helper()
+	root = t.TempDir()
+	fs, err := filestore.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log = &trace{}
+	e = newEngine(log)
+	s = newTestStore(t, &recordStore{Store: fs, log: log}, Config{BlockSize: 1 << 20, NewID: e.newID})
+	writerIDs = new([]meta.SliceID)
+	w = s.NewWriter(1, func(ctx context.Context) (meta.SliceID, error) {
+		id, err := e.newID(ctx)
+		*writerIDs = append(*writerIDs, id)
+		return id, err
+	}, e.committer(1))
+	return root, log, e, s, w, writerIDs
 }

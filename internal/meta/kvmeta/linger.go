@@ -150,19 +150,6 @@ func (e *Engine) Adopted(ctx context.Context) error {
 	if err != nil {
 		return wrap(err, "list the session's open records")
 	}
-	e.opens.queueUnheld(inos)
+	e.opens.requeue(inos)
 	return nil
-}
-
-// queueUnheld queues, due at the next flush, the drops of those of inos
-// not held open.
-func (o *openState) queueUnheld(inos []meta.Ino) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, ino := range inos {
-		if o.held[ino] == nil {
-			o.queue(ino, true)
-			o.pending[ino] = released{recorded: true}
-		}
-	}
 }

@@ -221,8 +221,9 @@ func (o *openState) takePending() []meta.Ino {
 	return inos
 }
 
-// requeue puts drops back after a failed flush, unless reopened meanwhile,
-// due at the next flush.
+// requeue queues the drops of those of inos not held open, due at the
+// next flush: after a failed flush (unless reopened meanwhile), or the
+// records a predecessor left (Adopted).
 func (o *openState) requeue(inos []meta.Ino) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
