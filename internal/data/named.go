@@ -42,8 +42,9 @@ import (
 //
 // The padding costs at most namedStep-1 bytes of zeros a pack (a 4 KiB
 // block of the file system at most, since objects are files); a pack of a
-// multiple of namedStep (a 4 KiB append) is not padded. Rejected: one
-// pool per exact size (before): files of random sizes never met a
+// multiple of namedStep (a 4 KiB append) is not padded. Rejected: names
+// for one exact size at a time, switched to a new size after a run of
+// packs of it (before): files of random sizes never met a
 // prepared name and each paid a spare's rename and directory fsync, and
 // the commit ran after the Put rather than beside it (gated.go). Measured
 // on the 2-core test machine, files of 1-64 KiB created, written and

@@ -30,8 +30,8 @@ func emptyObjects(t *testing.T, root string) []string {
 }
 
 // TestNamedPacks checks that a Store given Config.NewID has the file
-// store prepare block names ahead once small flushes of one size come in
-// a row, that later packs of that size are stored under those names
+// store prepare block names ahead once two small packs of one class came
+// within namedMaxAge, that later packs of that size are stored under those names
 // (their ids come from the pool, not from the writer's IDFunc), that the
 // commit still follows the Put, and that Close removes the names no pack
 // took.
@@ -119,7 +119,7 @@ func TestNamedClasses(t *testing.T) {
 	settle(namedCount)
 	pack(5000)
 	pack(7000)
-	settle(2*namedCount - 1)
+	settle(2 * namedCount)
 	before := len(*writerIDs)
 	for _, n := range []int{1200, 2500, 4096, 4097, 6000, 8192} {
 		pack(n)

@@ -120,7 +120,8 @@ type Engine interface {
 	Purge(ctx context.Context, ino Ino) error
 	// FreedSlices returns up to limit (<= 0: all) slices whose last
 	// reference is gone (ID and Size set), in ID order, with IDs above
-	// after (0: from the first): their objects may be deleted. A caller
+	// after (0: from the first), fewer than limit only at the end of the
+	// list: their objects may be deleted. A caller
 	// reads a long list in pages, each call after the last ID of the
 	// previous: one call is one engine transaction, and a big one holds a
 	// single-threaded server (Redis) for its whole length.

@@ -19,12 +19,15 @@ import (
 // would restart the delay for each window, and a backlog (after heavy
 // overwriting) would then drain at one window per DeleteDelay. But it
 // reads the freed list in pages of cleanPage slices, each its own
-// engine call (FreedSlices after the last ID of the previous page), at
-// most cleanPages of them a tick, going on from where the last tick
-// stopped and starting over at the end: one engine request is one
+// engine call (FreedSlices after the last ID of the previous page),
+// cleanPages of them a tick and more while the pages come full and the
+// tick has read for less than cleanBudget, going on from where the last
+// tick stopped and starting over at the end: one engine request is one
 // transaction, and on Redis a listing is one script, which holds the
-// whole server (a window of 1,766 slices took Redis 24-39 ms, 100,000
-// took it 2-4 s, every two seconds). A freed slice stays freed until it
+// whole server (a window of 1,766 slices held Redis 24-39 ms, 100,000
+// held it 0.6-3.4 s on the loaded test machine, every two seconds). The
+// budget lets a backlog drain at several thousand slices a second while
+// no engine call is long. A freed slice stays freed until it
 // is forgotten, so a slice seen once need not be read again: it is
 // deleted when ripe. One that another mount deleted and forgot first is
 // dropped at the end of a pass over the list that did not see it (or
@@ -60,14 +63,16 @@ const trashEvery = time.Minute
 
 // cleanWindow is how many freed slices the cleaner keeps first-seen times
 // of; cleanPage how many one engine call reads or forgets (measured on a
-// loaded Redis: about 30 µs a slice, so about 2 ms a page); cleanPages
-// how many pages one tick reads (a backlog is seen at 2,048 slices a
-// tick: 100,000 in under two minutes).
+// loaded Redis: 6-15 µs a slice, so about 0.5-1 ms a page); cleanPages
+// how many pages one tick reads at least, and cleanBudget how long it
+// goes on reading full pages (a tenth of the default tick).
 const (
 	cleanWindow = 100000
 	cleanPage   = 64
 	cleanPages  = 32
 )
+
+var cleanBudget = 200 * time.Millisecond // a variable for tests
 
 func newCleaner(fs *FS) *cleaner {
 	return &cleaner{fs: fs, first: map[meta.SliceID]freedSlice{}, pass: map[meta.SliceID]bool{}}
@@ -129,10 +134,12 @@ func (c *cleaner) clean(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// read reads up to cleanPages pages of the freed list, from where the last
-// tick stopped, noting when it first saw each slice.
+// read reads cleanPages pages of the freed list, and more within
+// cleanBudget, from where the last tick stopped, noting when it first saw
+// each slice.
 func (c *cleaner) read(ctx context.Context, now time.Time) error {
-	for range cleanPages {
+	start := time.Now()
+	for i := 0; i < cleanPages || time.Since(start) < cleanBudget; i++ {
 		freed, err := c.fs.engine.FreedSlices(ctx, c.after, cleanPage)
 		if err != nil {
 			return err

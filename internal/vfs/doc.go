@@ -40,8 +40,8 @@
 // create's own transaction), and a Release per handle release, after the
 // last one's flush. The engine drops the record in the background (a
 // kvmeta engine keeps it a while, so that a reopen soon after writes
-// nothing, but drops it at once when another mount made the inode an
-// orphan) and purges an orphan nobody else holds; an orphan this mount
+// nothing, but drops it at its next flush when another mount made the
+// inode an orphan) and purges an orphan nobody else holds; an orphan this mount
 // unlinked is purged by its last Release at once. A mount that dies is
 // reclaimed with its session, which drops its records; a server that takes
 // over the session drops those of files it does not hold

@@ -149,10 +149,12 @@ func adoptCtx(ctx context.Context) context.Context {
 
 // Adopt takes over what a previous server process of this mount left in
 // st: its handles (under their numbers; the engine records their opens
-// again in the session BeginSession resumed, and then drops its records of
-// files the previous process had released: meta.OpenAdopter) and its acknowledged writes
+// again in the session BeginSession resumed) and its acknowledged writes
 // that were not committed, applied in order and committed before it
-// returns. Handles through which locks were taken keep them if the session
+// returns; then the engine drops its records of files the previous
+// process had released (meta.OpenAdopter: not before the writes are
+// committed, since such a record may be what keeps an orphan they write
+// to). Handles through which locks were taken keep them if the session
 // was resumed; if it was lost meanwhile their locks are gone and they fail
 // as fence.go says. An inode that no longer exists is skipped (logged).
 func (fs *FS) Adopt(ctx context.Context, st journal.State) error {
@@ -161,13 +163,6 @@ func (fs *FS) Adopt(ctx context.Context, st journal.State) error {
 	for fh, h := range st.Handles {
 		if err := fs.adoptHandle(ctx, Fh(fh), h, epoch); err != nil {
 			fs.log.Warn("takeover: an open file is gone; its descriptor will fail with EBADF", "fh", fh, "inode", h.Ino, "err", err)
-		}
-	}
-	if a, ok := fs.tracker.(meta.OpenAdopter); ok {
-		// The records the previous process kept of files it had
-		// released: nobody else would drop them before the session ends.
-		if err := a.Adopted(ctx); err != nil {
-			fs.log.Warn("takeover: cannot list the session's open records; those of files closed before the takeover stay until the mount ends", "err", err)
 		}
 	}
 	for fh, ino := range st.Dirs {
@@ -192,7 +187,17 @@ func (fs *FS) Adopt(ctx context.Context, st journal.State) error {
 	if err := fs.replay(ctx, st.Writes); err != nil {
 		return err
 	}
-	return fs.Sync(ctx)
+	if err := fs.Sync(ctx); err != nil {
+		return err
+	}
+	if a, ok := fs.tracker.(meta.OpenAdopter); ok {
+		// The records the previous process kept of files it had
+		// released: nobody else would drop them before the session ends.
+		if err := a.Adopted(ctx); err != nil {
+			fs.log.Warn("takeover: cannot list the session's open records; those of files closed before the takeover stay until the mount ends", "err", err)
+		}
+	}
+	return nil
 }
 
 // Salvage takes over the acknowledged writes a journal of an earlier

@@ -13,9 +13,10 @@ import (
 // The last release of an inode queues the drop of this client's open
 // record ('H'), and the record is dropped only once it has been released
 // for lingerFor: an Open of the inode in the meantime finds it stored
-// (openState.acquire) and is a read-only transaction, which on Redis the
-// client-side cache answers with no round trip at all when the kernel's
-// LOOKUP just read the attributes. That is the reopen of a file a moment
+// (openState.acquire) and is a read-only transaction: one read round
+// trip instead of a write (an open is never answered from Redis's
+// client-side cache, whose values may be a moment old: close-to-open
+// needs the open's own read). That is the reopen of a file a moment
 // after its close: PostMark's reads and appends of the files it wrote, a
 // build's reads of what it just wrote, an editor's save and reload.
 //
@@ -137,19 +138,10 @@ func (e *Engine) Adopted(ctx context.Context) error {
 	if id == 0 {
 		return nil
 	}
-	var inos []meta.Ino
-	err := e.store.View(ctx, func(tx kv.Tx) error {
-		inos = inos[:0]
-		return tx.Scan([]byte{kindOpen}, nil, 0, func(k, _ []byte) bool {
-			if len(k) == 17 && meta.SessionID(be.Uint64(k[9:])) == id {
-				inos = append(inos, meta.Ino(be.Uint64(k[1:])))
-			}
-			return true
-		})
-	})
+	inos, err := e.sessionOpens(ctx, id)
 	if err != nil {
 		return wrap(err, "list the session's open records")
 	}
-	e.opens.requeue(inos)
+	e.opens.requeue(inos, true)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"syscall"
 	"testing"
+	"time"
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
@@ -18,7 +19,12 @@ func TestReleasedRecordLingers(t *testing.T) {
 	shared := memkv.New()
 	ctx := meta.WithCred(context.Background(), meta.Cred{Trusted: true})
 	store := &counting{Store: shared}
-	a, _ := formatOn(t, store)
+	// No background flush: the test flushes a where it means to.
+	a := New(store, Options{FlushInterval: time.Hour})
+	t.Cleanup(func() { _ = a.Close() })
+	if err := a.Format(ctx, meta.Format{Name: "t"}, false); err != nil {
+		t.Fatal(err)
+	}
 	b := New(&counting{Store: shared}, Options{})
 	t.Cleanup(func() { _ = b.Close() })
 	for _, e := range []*Engine{a, b} {

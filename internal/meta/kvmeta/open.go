@@ -222,15 +222,19 @@ func (o *openState) takePending() []meta.Ino {
 }
 
 // requeue queues the drops of those of inos not held open, due at the
-// next flush: after a failed flush (unless reopened meanwhile), or the
-// records a predecessor left (Adopted).
-func (o *openState) requeue(inos []meta.Ino) {
+// next flush: after a failed flush (unless reopened meanwhile; recorded
+// false, since this client's own unlink may have deleted a record: a
+// reopen then writes it again), or the records a predecessor left
+// (Adopted; recorded true).
+func (o *openState) requeue(inos []meta.Ino, recorded bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.pending == nil {
+		o.pending = map[meta.Ino]released{}
+	}
 	for _, ino := range inos {
 		if o.held[ino] == nil {
-			o.queue(ino, true)
-			o.pending[ino] = released{recorded: true}
+			o.pending[ino] = released{recorded: recorded}
 		}
 	}
 }
@@ -413,7 +417,7 @@ func (e *Engine) dropRecords(ctx context.Context, inos []meta.Ino) error {
 	for len(inos) > 0 {
 		batch := inos[:min(releaseBatch, len(inos))]
 		if err := e.update(ctx, func(t *txn) error { return t.dropReleased(batch, e.opens.holds) }); err != nil {
-			e.opens.requeue(inos)
+			e.opens.requeue(inos, false)
 			return wrap(err, "drop open records")
 		}
 		inos = inos[len(batch):]
@@ -457,16 +461,7 @@ func (t *txn) dropReleased(inos []meta.Ino, holds func(meta.Ino) bool) error {
 // holds open any more. It finds them with an admin scan of every open
 // record (see the layout note above).
 func (e *Engine) releaseOpens(ctx context.Context, id meta.SessionID) error {
-	var opened []meta.Ino
-	err := e.store.View(ctx, func(tx kv.Tx) error {
-		opened = opened[:0]
-		return tx.Scan([]byte{kindOpen}, nil, 0, func(k, _ []byte) bool {
-			if len(k) == 17 && meta.SessionID(be.Uint64(k[9:])) == id {
-				opened = append(opened, meta.Ino(be.Uint64(k[1:])))
-			}
-			return true
-		})
-	})
+	opened, err := e.sessionOpens(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -510,4 +505,20 @@ func (e *Engine) recordHeld(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// sessionOpens lists the inodes session id holds open records of, with an
+// admin scan of every open record (see the layout note above).
+func (e *Engine) sessionOpens(ctx context.Context, id meta.SessionID) ([]meta.Ino, error) {
+	var inos []meta.Ino
+	err := e.store.View(ctx, func(tx kv.Tx) error {
+		inos = inos[:0]
+		return tx.Scan([]byte{kindOpen}, nil, 0, func(k, _ []byte) bool {
+			if len(k) == 17 && meta.SessionID(be.Uint64(k[9:])) == id {
+				inos = append(inos, meta.Ino(be.Uint64(k[1:])))
+			}
+			return true
+		})
+	})
+	return inos, err
 }

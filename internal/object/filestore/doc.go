@@ -30,12 +30,11 @@
 //   - A key made ahead with Prepare (the data layer's block names) is an
 //     empty file, durable with its directory entry before any Put, with
 //     the space allocated that the latest Put into a key prepared with
-//     the same size hint took; a
-//     fresh Put of it within namedMaxAge writes into it and fdatasyncs
-//     it, nothing more, and returns once that is done (named.go); with
-//     an object.SyncBatch as well, it returns once the bytes are written
-//     and their write-out started, and leaves the fdatasync to the
-//     batch's Sync (putPrepared). Such
+//     the same size hint took; a fresh Put of it within namedMaxAge
+//     writes into it and fdatasyncs it, nothing more, and returns once
+//     that is done (named.go); with an object.SyncBatch as well, it
+//     returns once the bytes are written and their write-out started,
+//     and leaves the fdatasync to the batch's Sync (putPrepared). Such
 //     objects are listed like any; a killed process leaves them empty,
 //     unreferenced, for gc. Unprepare removes the ones not used.
 //   - Temporary files are named ".shoal-tmp-<random>"; O_EXCL creation makes

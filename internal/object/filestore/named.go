@@ -33,9 +33,9 @@ import (
 // the latest Put into a key prepared with the same size hint took, the
 // caller's hint being its size before the wrappers above add theirs, so
 // that keys of several sizes prepared side by side each get their own),
-// the file fsynced
-// and then its directory, so that name, inode and allocation are durable
-// before any Put. A fresh Put of a prepared key then
+// the file fsynced and then its directory, so that name, inode and
+// allocation are durable before any Put. A fresh Put of a prepared key
+// then:
 //
 //  1. opens the file and writes the bytes (the size grows from 0);
 //  2. fdatasyncs it: the bytes and what reading them needs (the size,
@@ -88,7 +88,7 @@ func (n *namedSet) take(path string, size int64) (time.Time, bool) {
 	defer n.mu.Unlock()
 	o, ok := n.paths[path]
 	delete(n.paths, path)
-	if ok && o.hint > 0 && size > 0 && size <= spareMax {
+	if ok && o.hint > 0 && size > 0 {
 		if n.sizes == nil {
 			n.sizes = map[int64]int64{}
 		}

@@ -195,8 +195,9 @@
 // attributes of a 100,000-entry directory (about 230 bytes of heap each,
 // some 60 MiB at most); a full cache forgets an eighth of its values, at
 // random: forgetting is always safe, a value forgotten is read again, and
-// inserted only under the same rule as any read. Write transactions may take their first read round from cached
-// values as from seeds (seeds.go): the commit compares them anyway.
+// inserted only under the same rule as any read. Write transactions may
+// take their first read round from cached values as from seeds
+// (seeds.go): the commit compares them anyway.
 //
 // The cache needs Redis 6 or later and the right to run CLIENT TRACKING;
 // without them the store logs one warning and reads everything from

@@ -141,6 +141,7 @@ func (tr *tracker) freshEnd(prefixes []string, ok bool) {
 			if ok && r.at.IsZero() {
 				r.at = now
 			} else if !ok {
+				tr.freshKeys -= len(r.unknown)
 				delete(tr.fresh, p)
 			}
 		}
