@@ -78,6 +78,7 @@ func clonePaths(src, dst string, preserve bool) (string, error) {
 	err := unix.Setxattr(parent, vfs.CloneXattr, value, 0)
 	switch {
 	case err == nil:
+		awaitName(dst)
 		return dst, nil
 	case errors.Is(err, syscall.EEXIST):
 		return "", fmt.Errorf("clone: %s exists: remove it or choose another name", dst)
@@ -91,6 +92,25 @@ func clonePaths(src, dst string, preserve bool) (string, error) {
 		return "", fmt.Errorf("clone: %s is read-only (a snapshot): clone into the live tree", parent)
 	}
 	return "", fmt.Errorf("clone %s to %s: %w", src, dst, os.NewSyscallError("setxattr", err))
+}
+
+// cloneVisibleWait bounds awaitName: above the mount's default
+// negative-entry timeout (1 s), after which the kernel asks again anyway.
+const cloneVisibleWait = 2 * time.Second
+
+// awaitName waits until dst resolves, for at most cloneVisibleWait. The
+// Stat above may have left the kernel a negative entry for the new name,
+// and the mount drops it only after answering the setxattr (the kernel
+// holds the directory's lock until then: fusefs forgetEntry); without the
+// wait, a process that looks the copy up the moment clone returns could
+// be told it does not exist. A negative entry is answered from the
+// kernel's cache, so the wait costs no request to the mount.
+func awaitName(dst string) {
+	deadline := time.Now().Add(cloneVisibleWait)
+	var st unix.Stat_t
+	for unix.Lstat(dst, &st) == unix.ENOENT && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Microsecond)
+	}
 }
 
 // isShoalDevice reports whether the file system of device dev is a Shoal

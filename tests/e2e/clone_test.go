@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,4 +120,20 @@ func TestClone(t *testing.T) {
 		t.Errorf("nobody cloned a tree with a 0600 file of root's: %v\n%s", err, out)
 	}
 	wantGone(t, a.Path("pub/site"))
+}
+
+// TestCloneVisibleAtOnce: a copy is there the moment `shoal clone`
+// returns, though clone's own check of the destination left the kernel a
+// negative entry for the name (the mount drops it only after answering
+// the clone's request).
+func TestCloneVisibleAtOnce(t *testing.T) {
+	a, _ := twoMounts(t)
+	writeFile(t, a.Path("src"), []byte("s"), 0o644)
+	for i := range 30 {
+		dst := a.Path(fmt.Sprint("copy", i))
+		testutil.MustRun(t, "clone", a.Path("src"), dst)
+		if _, err := os.Stat(dst); err != nil {
+			t.Fatalf("clone %d: the copy is not there when clone returns: %v", i, err)
+		}
+	}
 }
