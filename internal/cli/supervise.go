@@ -199,6 +199,14 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 				}
 			}
 		case werr := <-cur.exit:
+			for len(cur.msgs) > 0 { // select took the exit before them
+				switch m := <-cur.msgs; {
+				case m.fd >= 0:
+					s.conn, s.connFile = m.fd, os.NewFile(uintptr(m.fd), "/dev/fuse")
+				case strings.HasPrefix(m.text, "error "):
+					lastErr = strings.TrimPrefix(m.text, "error ")
+				}
+			}
 			cur.ctl.Close()
 			cur, curReady = &child{}, false // idle until the next start
 			if handing {
@@ -302,8 +310,20 @@ func (s *supervisor) start(role, exe string) (*child, error) {
 		return nil, fmt.Errorf("starting the mount's server: %w", err)
 	}
 	c := &child{cmd: cmd, ctl: mine, msgs: make(chan childMsg, 8), exit: make(chan error, 1)}
-	go c.read()
-	go func() { c.exit <- cmd.Wait() }()
+	read := make(chan struct{})
+	go func() { c.read(); close(read) }()
+	go func() {
+		err := cmd.Wait()
+		// What the server said before it exited (why it failed) comes
+		// before its exit: the socket's end is read to EOF first (for
+		// at most a second, in case something the server started still
+		// holds its end), and the exit case takes what is buffered.
+		select {
+		case <-read:
+		case <-time.After(time.Second):
+		}
+		c.exit <- err
+	}()
 	s.log.Debug("server started", "role", role, "pid", cmd.Process.Pid)
 	return c, nil
 }
