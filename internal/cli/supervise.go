@@ -135,10 +135,8 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 			cur = next
 		case m := <-cur.msgs:
 			switch {
-			case m.fd >= 0:
-				// Held for the life of the supervisor (an *os.File
-				// dropped would close it when collected).
-				s.conn, s.connFile = m.fd, os.NewFile(uintptr(m.fd), "/dev/fuse")
+			case m.fd >= 0, strings.HasPrefix(m.text, "error "):
+				lastErr = s.note(m, lastErr)
 			case m.text == "ready":
 				curReady = true
 				if stopping {
@@ -158,8 +156,6 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 					upgrading.reply.Close()
 					upgrading = nil
 				}
-			case strings.HasPrefix(m.text, "error "):
-				lastErr = strings.TrimPrefix(m.text, "error ")
 			}
 		case req := <-upgrades:
 			if upgrading != nil || s.conn < 0 {
@@ -200,12 +196,7 @@ func supervise(metaURL, mp string, o mountOptions, ready *readyPipe) error {
 			}
 		case werr := <-cur.exit:
 			for len(cur.msgs) > 0 { // select took the exit before them
-				switch m := <-cur.msgs; {
-				case m.fd >= 0:
-					s.conn, s.connFile = m.fd, os.NewFile(uintptr(m.fd), "/dev/fuse")
-				case strings.HasPrefix(m.text, "error "):
-					lastErr = strings.TrimPrefix(m.text, "error ")
-				}
+				lastErr = s.note(<-cur.msgs, lastErr)
 			}
 			cur.ctl.Close()
 			cur, curReady = &child{}, false // idle until the next start
@@ -282,6 +273,20 @@ func (s *supervisor) mounted() bool {
 		}
 		return err == nil && fds[0].Revents&(unix.POLLERR|unix.POLLNVAL|unix.POLLHUP) == 0
 	}
+}
+
+// note takes in a server's message other than "ready": the connection's
+// descriptor (held for the life of the supervisor: an *os.File dropped
+// would close it when collected), or why it failed, returned as the
+// latest error (lastErr otherwise).
+func (s *supervisor) note(m childMsg, lastErr string) string {
+	switch {
+	case m.fd >= 0:
+		s.conn, s.connFile = m.fd, os.NewFile(uintptr(m.fd), "/dev/fuse")
+	case strings.HasPrefix(m.text, "error "):
+		return strings.TrimPrefix(m.text, "error ")
+	}
+	return lastErr
 }
 
 // start starts a server process with role.

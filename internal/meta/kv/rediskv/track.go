@@ -66,7 +66,6 @@ type tracker struct {
 	global   atomic.Uint64 // bumped by every invalidation and reset
 	slots    [trackSlots]atomic.Uint64
 	served   atomic.Int64 // answers from the cache, for tests
-	max      int          // values held at most; 0: trackMax (tests set less)
 
 	mu        sync.Mutex
 	m         map[string]trackedValue
@@ -99,10 +98,6 @@ type trackedValue struct {
 const (
 	invalidateChannel = "__redis__:invalidate"
 	trackSlots        = 1024
-	// trackMax bounds the values held: a 100,000-entry directory's
-	// entries and attributes (two values per entry) fit, stat of every
-	// entry after a listing is answered here. Past it, an eighth goes.
-	trackMax = 1 << 18
 	// ownMax bounds the keys of writes awaiting their read-back: those of
 	// commits in flight, and of commits that failed (never invalidated),
 	// swept once older than ownAge when the bound is reached.
@@ -118,6 +113,11 @@ const (
 	refetchMax  = 512
 	refetchWait = 10 * time.Millisecond
 )
+
+// trackMax bounds the values held: a 100,000-entry directory's
+// entries and attributes (two values per entry) fit, stat of every
+// entry after a listing is answered here. Past it, an eighth goes.
+var trackMax = 1 << 18 // a variable for tests
 
 // testHookFill, if set, runs before each fill (tests delay fills with it,
 // as a slow reader would).
@@ -411,8 +411,8 @@ func (tr *tracker) fill(rkeys []string, vals [][]byte, present []bool, g guard) 
 	if tr.m == nil {
 		tr.m = make(map[string]trackedValue, len(rkeys))
 	}
-	if over := len(tr.m) + len(rkeys) - tr.limit(); over > 0 {
-		tr.evict(max(over, tr.limit()/8))
+	if over := len(tr.m) + len(rkeys) - trackMax; over > 0 {
+		tr.evict(max(over, trackMax/8))
 	}
 	for i, rk := range rkeys {
 		if !tr.tracks(rk) {
@@ -431,14 +431,6 @@ func (tr *tracker) fill(rkeys []string, vals [][]byte, present []bool, g guard) 
 		}
 		tr.m[rk] = trackedValue{value: vals[i], present: present[i], at: now}
 	}
-}
-
-// limit is the most values the cache holds.
-func (tr *tracker) limit() int {
-	if tr.max > 0 {
-		return tr.max
-	}
-	return trackMax
 }
 
 // evict forgets n values (all if n is more), those map iteration meets

@@ -290,29 +290,31 @@ func TestCacheRefusedTracking(t *testing.T) {
 // past its bound keeps most of what it held, the newest value included,
 // and what it keeps is served.
 func TestCacheFullEvictsPart(t *testing.T) {
+	old := trackMax
+	t.Cleanup(func() { trackMax = old }) // after the store's own cleanup
+	trackMax = 64
 	s := openCached(t, redisNamespaceURL(t))
 	tr := &s.track
-	tr.max = 64 // before tracking starts
 	setKey(t, s, "Akey", "v")
 	untilCached(t, s, "Akey") // tracking runs, its own write read back
 	name := func(i int) string { return "Aabsent" + strconv.Itoa(i) }
-	for i := 0; i < 10*tr.max; i++ {
+	for i := 0; i < 10*trackMax; i++ {
 		cachedGet(t, s, name(i)) // absent: read from Redis, inserted
 		tr.mu.Lock()
 		n := len(tr.m)
 		_, last := tr.m[s.keys.value([]byte(name(i)))]
 		tr.mu.Unlock()
-		if n > tr.max || !last {
-			t.Fatalf("after %d reads: %d values held (bound %d), newest held %v", i+1, n, tr.max, last)
+		if n > trackMax || !last {
+			t.Fatalf("after %d reads: %d values held (bound %d), newest held %v", i+1, n, trackMax, last)
 		}
-		if i >= tr.max && n < tr.max*7/8 {
-			t.Fatalf("after %d reads: %d values held, want at least %d of %d", i+1, n, tr.max*7/8, tr.max)
+		if i >= trackMax && n < trackMax*7/8 {
+			t.Fatalf("after %d reads: %d values held, want at least %d of %d", i+1, n, trackMax*7/8, trackMax)
 		}
 	}
 	// Those held are served once a ping answered after their insertion.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if v, _, ok := cachedGet(t, s, name(10*tr.max-1)); ok {
+		if v, _, ok := cachedGet(t, s, name(10*trackMax-1)); ok {
 			if v != "" {
 				t.Fatalf("absent key served %q", v)
 			}
