@@ -172,7 +172,8 @@ func TestCachedFollowWithoutParent(t *testing.T) {
 // those used least lately go, not every one: a directory a mount keeps
 // creating in stays known fresh while it makes and fills many others.
 func TestFreshPrefixFullTableKeepsRecent(t *testing.T) {
-	defer func(n int) { freshMax = n }(freshMax)
+	old := freshMax
+	t.Cleanup(func() { freshMax = old }) // after the store's own cleanup: its goroutines read it
 	freshMax = 64
 	s := openCached(t, redisNamespaceURL(t))
 	ctx := context.Background()
