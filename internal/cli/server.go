@@ -263,7 +263,7 @@ func prepare(ctx context.Context, metaURL, mp string, o mountOptions, resume met
 	}
 	sv.fsys = fusefs.New(sv.vol.FS, fusefs.Options{
 		AttrTimeout: o.attrTimeout, EntryTimeout: o.entryTimeout, NegativeTimeout: o.negativeTimeout, Logger: logger,
-		Ops: ops, KillBeforeReply: os.Getenv(fusefs.KillBeforeReplyEnv),
+		Ops: ops, Kill: os.Getenv(fusefs.KillEnv),
 	})
 	sv.closers = append(sv.closers, sv.metrics.serve(sv.vol, mp, logger))
 	return sv, nil

@@ -80,12 +80,15 @@
 // (replies.go).
 //
 // Resent requests (resend.go): every op that changes something records
-// its reply in the journal, under the kernel's request id, before
+// its outcome in the journal, under the kernel's request id, before
 // answering (opens and O_APPEND writes inside the record vfs already
-// writes, the rest in one reply record); a successor answers the kernel's
-// resend of such a request (FUSE_UNIQUE_RESEND) from it instead of
-// running it again, so a crash between an operation and its reply is
-// invisible: no EEXIST for an application's own create, no second handle,
-// no append written twice. The test hook KillBeforeReplyEnv crashes a
-// server at exactly that point.
+// writes, the rest in one reply record, a failure too); a successor
+// answers the kernel's resend of such a request (FUSE_UNIQUE_RESEND)
+// from it instead of running it again. A name or xattr change records its
+// intent before it commits (vfs, intent.go), and a resend that finds only
+// the intent is checked against the volume (committed.go). So a crash
+// anywhere between an operation's start and its reply is invisible: no
+// EEXIST for an application's own create, no undone exchange, no second
+// handle, no append written twice. The test hook KillEnv (killhook.go)
+// crashes a server at each of those points.
 package fusefs

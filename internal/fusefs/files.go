@@ -1,6 +1,8 @@
 package fusefs
 
 import (
+	"syscall"
+
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"shoal/internal/meta"
@@ -10,14 +12,28 @@ import (
 // Create implements fuse.RawFileSystem.
 func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
 	defer fs.enterChange()()
-	if o, ok := fs.replies.reopened(&in.InHeader); ok {
-		return fs.recreated(&in.InHeader, o, out)
+	h := &in.InHeader
+	if o, ok := fs.replies.reopened(h); ok {
+		return fs.recreated(h, o, out)
 	}
-	c, ch := fs.dirs.begin(fs.requestCtx(createCtx(&in.InHeader, in.Umask), &in.InHeader), meta.Ino(in.NodeId))
-	e, res, err := fs.vfs.Create(c, meta.Ino(in.NodeId), name, in.Mode, in.Flags)
+	if st, ok := fs.replayedStatus(h); ok && st != fuse.OK { // a failure; a success is the handle
+		return st
+	}
+	c, ch := fs.dirs.begin(fs.requestCtx(createCtx(h, in.Umask), h, opCreate), meta.Ino(in.NodeId))
+	var res vfs.OpenResult
+	e, ok := fs.committedEntry(c, h, meta.Ino(in.NodeId), name, 0)
+	var err error
+	if ok {
+		// Created before the crash, the handle not recorded: open it
+		// now, as the create would have (an empty file: no truncate).
+		res, err = fs.vfs.Open(c, e.Ino, in.Flags&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC))
+		e.Attr = res.Attr
+	} else {
+		e, res, err = fs.vfs.Create(c, meta.Ino(in.NodeId), name, in.Mode, in.Flags)
+	}
 	ch.end(err == nil)
 	if err != nil {
-		return fs.status("create", err)
+		return fs.failed(h, fs.status("create", err))
 	}
 	fs.fillEntry(e, &out.EntryOut)
 	fillOpen(res, &out.OpenOut)
@@ -44,7 +60,7 @@ func (fs *FS) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) f
 		fillOpen(o.result(), out)
 		return fuse.OK
 	}
-	c := fs.requestCtx(ctx(&in.InHeader), &in.InHeader)
+	c := fs.requestCtx(ctx(&in.InHeader), &in.InHeader, opOpen)
 	res, err := fs.vfs.Open(c, meta.Ino(in.NodeId), in.Flags)
 	if err != nil {
 		return fs.status("open", err)
@@ -111,7 +127,7 @@ func (fs *FS) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint
 	if r, ok := fs.replies.resent(&in.InHeader); ok {
 		return uint32(r.Written), fuse.OK
 	}
-	c := fs.requestCtx(ctx(&in.InHeader), &in.InHeader)
+	c := fs.requestCtx(ctx(&in.InHeader), &in.InHeader, opWrite)
 	n, err := fs.vfs.Write(c, vfs.Fh(in.Fh), in.Offset, data)
 	if err == nil && in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0 {
 		err = fs.vfs.KillSuidgid(c, vfs.Fh(in.Fh))

@@ -20,8 +20,8 @@ type Options struct {
 	// Ops, when set, is told of every request (metered.go); nil costs
 	// nothing.
 	Ops Observer
-	// KillBeforeReply is a test hook (KillBeforeReplyEnv): OP:PATH.
-	KillBeforeReply string
+	// Kill is a test hook (KillEnv): STAGE:OP:PATH.
+	Kill string
 }
 
 // FS serves a vfs.FS over FUSE.
@@ -58,7 +58,7 @@ func New(v *vfs.FS, opts Options) *FS {
 		vfs:           v,
 		opts:          opts,
 		errs:          errnoMapper{log: opts.Logger, logged: map[string]bool{}},
-		replies:       replyCache{log: opts.Logger, kill: parseKillHook(opts.KillBeforeReply)},
+		replies:       replyCache{log: opts.Logger, kill: parseKillHook(opts.Kill)},
 	}
 }
 

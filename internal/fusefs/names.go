@@ -132,49 +132,50 @@ func setattrRequest(in *fuse.SetAttrIn) vfs.SetattrRequest {
 // Mknod implements fuse.RawFileSystem.
 func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enterChange()()
-	if fs.replayedEntry(&in.InHeader, out) {
-		return fuse.OK
-	}
-	c, ch := fs.dirs.begin(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId))
-	e, err := fs.vfs.Mknod(c, meta.Ino(in.NodeId), name, in.Mode, in.Rdev)
-	ch.end(err == nil)
-	return fs.entry(opMknod, &in.InHeader, e, err, out)
+	return fs.makeEntry(opMknod, &in.InHeader, createCtx(&in.InHeader, in.Umask), name, 0, out, func(c context.Context) (meta.Entry, error) {
+		return fs.vfs.Mknod(c, meta.Ino(in.NodeId), name, in.Mode, in.Rdev)
+	})
 }
 
 // Mkdir implements fuse.RawFileSystem.
 func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enterChange()()
-	if fs.replayedEntry(&in.InHeader, out) {
-		return fuse.OK
-	}
-	c, ch := fs.dirs.begin(createCtx(&in.InHeader, in.Umask), meta.Ino(in.NodeId))
-	e, err := fs.vfs.Mkdir(c, meta.Ino(in.NodeId), name, in.Mode)
-	ch.end(err == nil)
-	return fs.entry(opMkdir, &in.InHeader, e, err, out)
+	return fs.makeEntry(opMkdir, &in.InHeader, createCtx(&in.InHeader, in.Umask), name, 0, out, func(c context.Context) (meta.Entry, error) {
+		return fs.vfs.Mkdir(c, meta.Ino(in.NodeId), name, in.Mode)
+	})
 }
 
 // Symlink implements fuse.RawFileSystem.
 func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enterChange()()
-	if fs.replayedEntry(h, out) {
-		return fuse.OK
-	}
-	c, ch := fs.dirs.begin(ctx(h), meta.Ino(h.NodeId))
-	e, err := fs.vfs.Symlink(c, meta.Ino(h.NodeId), name, target)
-	ch.end(err == nil)
-	return fs.entry(opSymlink, h, e, err, out)
+	return fs.makeEntry(opSymlink, h, ctx(h), name, 0, out, func(c context.Context) (meta.Entry, error) {
+		return fs.vfs.Symlink(c, meta.Ino(h.NodeId), name, target)
+	})
 }
 
 // Link implements fuse.RawFileSystem.
 func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enterChange()()
-	if fs.replayedEntry(&in.InHeader, out) {
-		return fuse.OK
+	return fs.makeEntry(opLink, &in.InHeader, ctx(&in.InHeader), name, meta.Ino(in.Oldnodeid), out, func(c context.Context) (meta.Entry, error) {
+		return fs.vfs.Link(c, meta.Ino(in.Oldnodeid), meta.Ino(in.NodeId), name)
+	})
+}
+
+// makeEntry runs op, which makes name in h's node (for a link, to the
+// inode linked), and answers with the entry: a resend with the recorded
+// outcome, or with the entry a first run made before the crash.
+func (fs *FS) makeEntry(op int, h *fuse.InHeader, c context.Context, name string, linked meta.Ino, out *fuse.EntryOut, run func(context.Context) (meta.Entry, error)) fuse.Status {
+	if st, ok := fs.replayedEntry(h, out); ok {
+		return st
 	}
-	c, ch := fs.dirs.begin(ctx(&in.InHeader), meta.Ino(in.NodeId))
-	e, err := fs.vfs.Link(c, meta.Ino(in.Oldnodeid), meta.Ino(in.NodeId), name)
+	c, ch := fs.dirs.begin(fs.requestCtx(c, h, op), meta.Ino(h.NodeId))
+	e, ok := fs.committedEntry(c, h, meta.Ino(h.NodeId), name, linked)
+	var err error
+	if !ok {
+		e, err = run(c)
+	}
 	ch.end(err == nil)
-	return fs.entry(opLink, &in.InHeader, e, err, out)
+	return fs.entry(op, h, e, err, out)
 }
 
 // Readlink implements fuse.RawFileSystem.
@@ -190,11 +191,11 @@ func (fs *FS) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.S
 // Unlink implements fuse.RawFileSystem.
 func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
 	defer fs.enterChange()()
-	if _, ok := fs.replies.resent(h); ok {
-		return fuse.OK
+	if st, ok := fs.replayedStatus(h); ok {
+		return st
 	}
-	c, ch := fs.dirs.begin(ctx(h), meta.Ino(h.NodeId))
-	err := fs.vfs.Unlink(c, meta.Ino(h.NodeId), name)
+	c, ch := fs.dirs.begin(fs.requestCtx(ctx(h), h, opUnlink), meta.Ino(h.NodeId))
+	err := fs.committedBefore(h, fs.vfs.Unlink(c, meta.Ino(h.NodeId), name), syscall.ENOENT)
 	ch.end(err == nil)
 	return fs.done(opUnlink, h, err)
 }
@@ -202,11 +203,11 @@ func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse
 // Rmdir implements fuse.RawFileSystem.
 func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
 	defer fs.enterChange()()
-	if _, ok := fs.replies.resent(h); ok {
-		return fuse.OK
+	if st, ok := fs.replayedStatus(h); ok {
+		return st
 	}
-	c, ch := fs.dirs.begin(ctx(h), meta.Ino(h.NodeId))
-	err := fs.vfs.Rmdir(c, meta.Ino(h.NodeId), name)
+	c, ch := fs.dirs.begin(fs.requestCtx(ctx(h), h, opRmdir), meta.Ino(h.NodeId))
+	err := fs.committedBefore(h, fs.vfs.Rmdir(c, meta.Ino(h.NodeId), name), syscall.ENOENT)
 	ch.end(err == nil)
 	return fs.done(opRmdir, h, err)
 }
@@ -214,16 +215,23 @@ func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.
 // Rename implements fuse.RawFileSystem (rename(2) and renameat2(2)).
 func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
 	defer fs.enterChange()()
-	if _, ok := fs.replies.resent(&in.InHeader); ok {
-		return fuse.OK
+	h := &in.InHeader
+	if st, ok := fs.replayedStatus(h); ok {
+		return st
 	}
-	c, ch := fs.dirs.begin(ctx(&in.InHeader), meta.Ino(in.NodeId), meta.Ino(in.Newdir))
-	err := fs.vfs.Rename(c, meta.RenameRequest{
-		OldParent: meta.Ino(in.NodeId), OldName: oldName,
-		NewParent: meta.Ino(in.Newdir), NewName: newName, Flags: in.Flags,
-	})
+	c, ch := fs.dirs.begin(fs.requestCtx(ctx(h), h, opRename), meta.Ino(in.NodeId), meta.Ino(in.Newdir))
+	var err error
+	if in.Flags&meta.RenameExchange == 0 || !fs.committedExchange(c, h, meta.Ino(in.NodeId), oldName) {
+		err = fs.vfs.Rename(c, meta.RenameRequest{
+			OldParent: meta.Ino(in.NodeId), OldName: oldName,
+			NewParent: meta.Ino(in.Newdir), NewName: newName, Flags: in.Flags,
+		})
+		if in.Flags&meta.RenameExchange == 0 {
+			err = fs.committedBefore(h, err, syscall.ENOENT)
+		}
+	}
 	ch.end(err == nil)
-	return fs.done(opRename, &in.InHeader, err)
+	return fs.done(opRename, h, err)
 }
 
 // Access implements fuse.RawFileSystem (used only without default_permissions).

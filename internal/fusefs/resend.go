@@ -2,11 +2,9 @@ package fusefs
 
 import (
 	"context"
+	"encoding/binary"
 	"log/slog"
-	"os"
-	"strings"
 	"sync"
-	"syscall"
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -22,26 +20,34 @@ import (
 // After a crash the kernel resends the requests the dead server read but
 // never answered, with FUSE_UNIQUE_RESEND set in their unique id. One
 // that had happened must not run again: a create or mkdir would fail with
-// EEXIST, an unlink or rename with ENOENT, an open would leave a handle
-// the kernel never releases, an O_APPEND write would be appended twice
-// (the successor already replayed it). So before an op that changes
-// something answers, its reply goes to the journal under the request's
-// id: an open's and an O_APPEND write's in the record they already write
-// (vfs.WithRequest), a create, mknod, mkdir, symlink or link's entry and
-// an unlink, rmdir, rename, setxattr or removexattr's success in a reply
-// record (replied). A successor loads them (AdoptReplies), and a resent
-// request found there is answered from them without running: the entry,
-// success, the adopted handle, the byte count.
+// EEXIST, an unlink or rename with ENOENT, an exchange would swap back,
+// an open would leave a handle the kernel never releases, an O_APPEND
+// write would be appended twice (the successor already replayed it). So
+// before an op that changes something answers, its outcome goes to the
+// journal under the request's id: an open's and an O_APPEND write's in
+// the record they already write (vfs.WithRequest), a create, mknod,
+// mkdir, symlink or link's entry, an unlink, rmdir, rename, setxattr or
+// removexattr's success, and the failure of any of these, in a reply
+// record (replied, failed). A successor loads them (AdoptReplies), and a
+// resent request found there is answered from them without running: the
+// entry, the status, the adopted handle, the byte count.
 //
-// Failures are not recorded: an op that failed changed nothing, and
-// running it again answers as well. What remains is the moment between
-// an op's commit in the engine and its record: a crash there (a few
-// microseconds: one write to the page cache) runs the op again. The other ops are idempotent, and run again: a setattr
-// sets the same values (a truncate the same size), a positional write
-// writes the same bytes at the same place, an owner takes its lock again,
-// a flush or fsync commits what is there. An opendir whose reply was lost
-// opens a second directory handle: the first stays in memory, unseen,
-// until the mount ends.
+// Between commit and record. Those ops first record their intent (package
+// vfs, intent.go): a process that died after the engine committed and
+// before the outcome's record leaves the intent alone. A resent request
+// with only an intent is checked against the volume (committed.go): a
+// create-like op whose name bears the inode number its intent reserved,
+// or an exchange whose old name no longer holds the inode its intent
+// named, committed and is answered so; any other runs, and an unlink,
+// rmdir or rename that then finds its name gone, a setxattr(XATTR_CREATE)
+// that finds its xattr set, a removexattr that finds it unset, had
+// committed and succeed. The other ops are idempotent, and run again: a
+// setattr sets the same values (a truncate the same size), a positional
+// write writes the same bytes at the same place, an owner takes its lock
+// again, a flush or fsync commits what is there, an open whose handle was
+// not recorded opens one (the engine's open record is per inode). An
+// opendir whose reply was lost opens a second directory handle: the first
+// stays in memory, unseen, until the mount ends.
 
 // uniqueResend is FUSE_UNIQUE_RESEND (include/uapi/linux/fuse.h, Linux
 // 6.9), the bit the kernel sets in the unique id of a resent request;
@@ -51,13 +57,18 @@ const uniqueResend = 1 << 63
 // requestID is the kernel's id of the request h, without the resend bit.
 func requestID(h *fuse.InHeader) uint64 { return h.Unique &^ uniqueResend }
 
-// requestCtx is c for an op whose journal records carry h's request id
-// (opens, O_APPEND writes); without a journal, c.
-func (fs *FS) requestCtx(c context.Context, h *fuse.InHeader) context.Context {
+// requestCtx is c for op's request h: with its id, which the vfs puts
+// in its journal records (intents, opens, O_APPEND writes), and the test
+// hook's stage callback if it is armed for op; without a journal, c.
+func (fs *FS) requestCtx(c context.Context, h *fuse.InHeader, op int) context.Context {
 	if fs.replies.journal == nil {
 		return c
 	}
-	return vfs.WithRequest(c, requestID(h))
+	c = vfs.WithRequest(c, requestID(h))
+	if fn := fs.replies.kill.stageHook(op); fn != nil {
+		c = vfs.WithStageHook(c, fn)
+	}
+	return c
 }
 
 // replyCache holds the replies a previous server recorded (read-only once
@@ -91,14 +102,28 @@ func (fs *FS) AdoptReplies(st journal.State) {
 	}
 }
 
-// resent returns the reply recorded for h if the kernel resends it.
+// resent returns the reply (or failure) recorded for h if the kernel
+// resends it.
 func (c *replyCache) resent(h *fuse.InHeader) (journal.Reply, bool) {
 	if h.Unique&uniqueResend == 0 || c.replies == nil {
 		return journal.Reply{}, false
 	}
 	r, ok := c.replies[requestID(h)]
+	if ok && r.Intent {
+		return journal.Reply{}, false
+	}
 	c.note(h, ok)
 	return r, ok
+}
+
+// begun returns the inode number of the intent recorded for h if the
+// kernel resends it and no outcome of it was recorded.
+func (c *replyCache) begun(h *fuse.InHeader) (meta.Ino, bool) {
+	if h.Unique&uniqueResend == 0 || c.replies == nil {
+		return 0, false
+	}
+	r, ok := c.replies[requestID(h)]
+	return meta.Ino(r.Ino), ok && r.Intent
 }
 
 // reopened returns the handle opened for h if the kernel resends it.
@@ -129,25 +154,66 @@ func (o opened) result() vfs.OpenResult {
 // no reply but the status), before the reply is written.
 func (fs *FS) replied(op int, h *fuse.InHeader, data []byte) {
 	c := &fs.replies
-	if c.journal != nil {
-		if err := c.journal.Reply(requestID(h), data); err != nil {
-			c.logged.Do(func() {
-				c.log.Error("the mount's journal cannot record replies; a request resent after a crash of this server may run twice", "err", err)
-			})
-		}
-	}
+	c.record(h, data)
 	c.kill.fire(op)
 }
 
-// replayedEntry fills out with the entry recorded for h if the kernel
-// resends it.
-func (fs *FS) replayedEntry(h *fuse.InHeader, out *fuse.EntryOut) bool {
+// failed records that op's request h failed with st (the intent it may
+// have recorded does not stand), before the reply is written, and
+// returns st.
+func (fs *FS) failed(h *fuse.InHeader, st fuse.Status) fuse.Status {
+	fs.replies.record(h, failureBytes(st))
+	return st
+}
+
+// record journals data as the reply to h.
+func (c *replyCache) record(h *fuse.InHeader, data []byte) {
+	if c.journal == nil {
+		return
+	}
+	if err := c.journal.Reply(requestID(h), data); err != nil {
+		c.logged.Do(func() {
+			c.log.Error("the mount's journal cannot record replies; a request resent after a crash of this server may run twice", "err", err)
+		})
+	}
+}
+
+// failureBytes is a failure as the journal keeps it: the errno, 4 bytes
+// (an entry is 128, a success status 0).
+func failureBytes(st fuse.Status) []byte {
+	return binary.LittleEndian.AppendUint32(nil, uint32(st))
+}
+
+// recorded is the status a recorded reply answers with.
+func recorded(r journal.Reply) fuse.Status {
+	if len(r.Data) == 4 {
+		return fuse.Status(binary.LittleEndian.Uint32(r.Data))
+	}
+	return fuse.OK
+}
+
+// replayedEntry answers a resent request of an entry with what was
+// recorded for it: its failure, or its entry (filling out).
+func (fs *FS) replayedEntry(h *fuse.InHeader, out *fuse.EntryOut) (fuse.Status, bool) {
 	r, ok := fs.replies.resent(h)
-	if !ok || len(r.Data) != int(unsafe.Sizeof(*out)) {
-		return false
+	if !ok {
+		return fuse.OK, false
+	}
+	if st := recorded(r); st != fuse.OK {
+		return st, true
+	}
+	if len(r.Data) != int(unsafe.Sizeof(*out)) {
+		return fuse.OK, false
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(out)), unsafe.Sizeof(*out)), r.Data)
-	return true
+	return fuse.OK, true
+}
+
+// replayedStatus answers a resent request of a status with what was
+// recorded for it.
+func (fs *FS) replayedStatus(h *fuse.InHeader) (fuse.Status, bool) {
+	r, ok := fs.replies.resent(h)
+	return recorded(r), ok
 }
 
 // entryBytes is an entry reply as the journal keeps it: the kernel's
@@ -160,52 +226,20 @@ func entryBytes(out *fuse.EntryOut) []byte {
 // recorded for a resend.
 func (fs *FS) entry(op int, h *fuse.InHeader, e meta.Entry, err error, out *fuse.EntryOut) fuse.Status {
 	if err != nil {
-		return fs.status(opNames[op], err)
+		return fs.failed(h, fs.status(opNames[op], err))
 	}
 	fs.fillEntry(e, out)
 	fs.replied(op, h, entryBytes(out))
 	return fuse.OK
 }
 
-// done answers an op that replies with a status only, a success recorded
-// for a resend.
+// done answers an op that replies with a status only, recorded for a
+// resend.
 func (fs *FS) done(op int, h *fuse.InHeader, err error) fuse.Status {
 	st := fs.status(opNames[op], err)
-	if st == fuse.OK {
-		fs.replied(op, h, nil)
+	if st != fuse.OK {
+		return fs.failed(h, st)
 	}
+	fs.replied(op, h, nil)
 	return st
-}
-
-// KillBeforeReplyEnv names a test hook: set to OP:PATH (OP as OpNames
-// has it: mkdir, create, open, write...), a server kills itself with
-// SIGKILL the first time an OP request succeeds, after its reply is
-// journaled and before it is written to the kernel, and creates PATH to
-// say so (so that its successors, which inherit the setting, do not).
-// Tests use it to crash a server between an operation and its reply. For
-// tests only; not a user setting.
-const KillBeforeReplyEnv = "SHOAL_TEST_KILL_BEFORE_REPLY"
-
-// killHook is Options.KillBeforeReply parsed.
-type killHook struct{ op, marker string }
-
-func parseKillHook(s string) killHook {
-	op, marker, ok := strings.Cut(s, ":")
-	if !ok || marker == "" {
-		return killHook{}
-	}
-	return killHook{op, marker}
-}
-
-// fire kills the process if op is the hook's and it has not fired yet.
-func (k killHook) fire(op int) {
-	if k.op == "" || k.op != opNames[op] {
-		return
-	}
-	f, err := os.OpenFile(k.marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return // fired before, by this process or one it succeeded
-	}
-	_ = f.Close()
-	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 }

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"encoding/json"
 	"strings"
+	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -52,14 +53,18 @@ func copyOut(v, dest []byte) (uint32, fuse.Status) {
 func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string, value []byte) fuse.Status {
 	defer fs.enterChange()()
 	defer fs.dirs.changed()
-	if _, ok := fs.replies.resent(&in.InHeader); ok {
-		return fuse.OK
+	h := &in.InHeader
+	if st, ok := fs.replayedStatus(h); ok {
+		return st
 	}
 	flags := in.Flags
 	if in.SetXAttrFlags&fuse.SETXATTR_ACL_KILL_SGID != 0 {
 		flags |= meta.XattrACLKillSgid
 	}
-	err := fs.vfs.Setxattr(ctx(&in.InHeader), meta.Ino(in.NodeId), name, value, flags)
+	err := fs.vfs.Setxattr(fs.requestCtx(ctx(h), h, opSetxattr), meta.Ino(in.NodeId), name, value, flags)
+	if flags&meta.XattrCreate != 0 && name != vfs.CloneXattr {
+		err = fs.committedBefore(h, err, syscall.EEXIST)
+	}
 	if err == nil && name == vfs.CloneXattr {
 		fs.forgetEntry(in.NodeId, value)
 	}
@@ -81,8 +86,9 @@ func (fs *FS) forgetEntry(parent uint64, value []byte) {
 func (fs *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
 	defer fs.enterChange()()
 	defer fs.dirs.changed()
-	if _, ok := fs.replies.resent(h); ok {
-		return fuse.OK
+	if st, ok := fs.replayedStatus(h); ok {
+		return st
 	}
-	return fs.done(opRemovexattr, h, fs.vfs.Removexattr(ctx(h), meta.Ino(h.NodeId), name))
+	err := fs.vfs.Removexattr(fs.requestCtx(ctx(h), h, opRemovexattr), meta.Ino(h.NodeId), name)
+	return fs.done(opRemovexattr, h, fs.committedBefore(h, err, syscall.ENODATA))
 }

@@ -21,7 +21,10 @@
 //     the kernel's id of the request and written before the reply, so
 //     that a successor answers the kernel's resend of one the dead
 //     process never answered as it was answered, instead of running it
-//     again (replies.go: what is kept, and for how long);
+//     again; and, written before such a request changes anything, its
+//     intent, so that a successor knows a request may have committed
+//     when the process died before recording its reply (replies.go:
+//     what is kept, and for how long);
 //   - the kernel's INIT request (file "init"), which a new go-fuse server
 //     must see before it serves a connection that was set up long ago;
 //   - the UUID of the volume the mount serves (file "volume"), so that a
@@ -56,9 +59,9 @@
 // are always zero, so a reused file's old bytes never read as records.
 //
 // Versions. The checkpoint names the format its segment is written in
-// (Format, 2); format 1 had no version there, no request ids and no
-// replies, and is read as before. Recover refuses a later format
-// (ErrNewerFormat) rather than misread it. Binaries of format 1 check no
+// (Format, 3); format 1 had no version there, no request ids and no
+// replies, format 2 no intents, and both are read as before. Recover
+// refuses a later format (ErrNewerFormat) rather than misread it. Binaries of format 1 check no
 // version and would stop reading at the first reply record, dropping the
 // writes after it; so Create also makes a directory seg-0000000000000000
 // (no segment has number 0), which they fail to read as a segment: they

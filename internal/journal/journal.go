@@ -28,13 +28,14 @@ const (
 	kindAppend     = 'A' // seq, ino, off, request, bytes: an O_APPEND write (format 2)
 	kindBarrier    = 'B' // ino, mark: ino's writes before mark are committed
 	kindReply      = 'R' // request, bytes written, reply data (format 2)
+	kindIntent     = 'I' // request, ino: the request is about to change the volume (format 3)
 )
 
 // Format is the version of the journal's records this package writes.
 // Format 1 (no version in the checkpoint) had no request ids and no
-// replies; Recover reads it. A journal of a later format is refused
-// (ErrNewerFormat).
-const Format = 2
+// replies, format 2 no intents; Recover reads both. A journal of a later
+// format is refused (ErrNewerFormat).
+const Format = 3
 
 // guardSegment is the segment number of a directory Create makes among
 // the segments: binaries of format 1, which know no version, fail to read
@@ -262,7 +263,11 @@ func (j *Journal) writeCheckpoint() error {
 		add(kindOwner, u64s(o.Fh, o.Ino, o.Owner))
 	}
 	j.st.replies.each(func(req uint64, r Reply) {
-		add(kindReply, replyPayload(req, r))
+		if r.Intent {
+			add(kindIntent, u64s(req, r.Ino))
+		} else {
+			add(kindReply, replyPayload(req, r))
+		}
 	})
 	if !j.seg.reused {
 		return j.seg.write(join(recs))

@@ -99,6 +99,8 @@ func (m *mirror) apply(kind byte, p []byte) {
 		delete(m.owners, ownerKey{v(0), v(1)})
 	case kindReply:
 		m.applyReply(p)
+	case kindIntent:
+		m.replies.add(v(0), Reply{Intent: true, Ino: v(1)})
 	}
 }
 
@@ -108,7 +110,7 @@ func (m *mirror) apply(kind byte, p []byte) {
 var payloadSize = map[byte]int{
 	kindCheckpoint: 24, kindSession: 8, kindOpen: 25, kindRelease: 8, kindOpenDir: 16,
 	kindReleaseDir: 8, kindLocked: 8, kindOwner: 24, kindOwnerGone: 16, kindWrite: 24, kindBarrier: 16,
-	kindAppend: 32, kindReply: 16,
+	kindAppend: 32, kindReply: 16, kindIntent: 16,
 }
 
 // ErrNewerFormat is returned by Recover for a journal written by a later

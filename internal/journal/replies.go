@@ -19,12 +19,25 @@ import (
 // in a reply record (Reply): one append each, and none for an open or an
 // append beyond the record it already had.
 //
+// Intents: the moment between commit and record. A request that changes
+// the volume commits in the engine before its reply can be recorded; a
+// process that dies in between leaves a change no record tells of. So
+// such a request first records its intent (Intent), with the number of
+// the inode it will create if it creates one (the engine never hands a
+// number out twice), and its outcome after: the reply, or its failure
+// (the adaptor encodes both in Reply's data). A successor that finds only
+// the intent knows the request began and not whether it committed; the
+// adaptor finds out from the volume (the name it created bears the
+// inode number of the intent; the name it removed is gone) rather than
+// running it blind a second time (package fusefs, resend.go).
+//
 // How long a reply is kept. The kernel resends only requests it has not
 // had a reply to, and the server writes a reply microseconds after its
 // record. So a record is needed only for that moment, and for as long as
 // a successor has not yet answered a resend with it. The journal keeps
-// the latest ReplyKeep replies (opens: as long as their handle is open):
-// a reply still unwritten after ReplyKeep later requests were answered
+// the latest ReplyKeep replies and intents (opens: as long as their
+// handle is open; a request's reply takes its intent's place): a reply
+// still unwritten after ReplyKeep later requests were answered
 // would need its goroutine stalled while others answered thousands, or
 // ReplyKeep requests in flight at once, one per blocked thread. A new
 // segment's checkpoint carries them, so the journal stays bounded (about
@@ -35,18 +48,31 @@ import (
 // ReplyKeep is how many of the latest replies a journal keeps.
 const ReplyKeep = 4096
 
-// Reply is how the mount answered a request.
+// Reply is how the mount answered a request, or that it began to.
 type Reply struct {
 	// Written is the byte count of an O_APPEND write (Append).
 	Written uint64
 	// Data is the serving adaptor's encoding of any other reply (Reply).
 	Data []byte
+	// Intent is set when only the request's intent was recorded
+	// (Journal.Intent): it may or may not have committed. Ino is the
+	// inode number the intent named (0: none).
+	Intent bool
+	Ino    uint64
 }
 
 // Reply records that request was answered with data (the adaptor's
 // encoding of its reply; kept, not copied), before the reply is written.
 func (j *Journal) Reply(request uint64, data []byte) error {
 	return j.append(kindReply, replyPayload(request, Reply{Data: data}), nil)
+}
+
+// Intent records that request is about to change the volume, creating
+// inode ino if it is not 0, before it does; its reply or failure is
+// recorded after (Reply). A successor uses it to tell a request that
+// committed from one that did not when the process died in between.
+func (j *Journal) Intent(request, ino uint64) error {
+	return j.append(kindIntent, u64s(request, ino), nil)
 }
 
 // replyPayload is a reply record: request, bytes written, data.

@@ -52,6 +52,43 @@ func TestRepliesRecovered(t *testing.T) {
 	}
 }
 
+// TestIntentsRecovered: an intent is returned while no outcome of its
+// request follows it, replaced by the outcome once one does, and carried
+// by a successor's journal as an intent.
+func TestIntentsRecovered(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Create(dir, State{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(j.Intent(20, 777))
+	must(j.Intent(22, 0))
+	must(j.Reply(22, nil))
+	must(j.Close())
+	st, err := Recover(dir)
+	must(err)
+	if r := st.Replies[20]; !r.Intent || r.Ino != 777 {
+		t.Fatalf("intent 20: %+v", r)
+	}
+	if r, ok := st.Replies[22]; !ok || r.Intent {
+		t.Fatalf("request 22, answered after its intent: %+v %v", r, ok)
+	}
+	j2, err := Create(dir, st, Options{})
+	must(err)
+	must(j2.Close())
+	st2, err := Recover(dir)
+	must(err)
+	if r := st2.Replies[20]; !r.Intent || r.Ino != 777 || st2.Replies[22].Intent {
+		t.Fatalf("successor journal: %+v", st2.Replies)
+	}
+}
+
 func TestRepliesBoundedAcrossRotation(t *testing.T) {
 	dir := t.TempDir()
 	j, err := Create(dir, State{}, Options{SegmentSize: 64 << 10, Sync: func() error { return nil }})

@@ -175,6 +175,12 @@ type MknodRequest struct {
 	// caller then owes one OpenTracker.Release. Engines that are not an
 	// OpenTracker ignore it.
 	Open bool
+	// Reserved, if set, is called with the number the new inode gets,
+	// before anything is committed; the number is never handed out
+	// again, even if the create fails. A caller that must tell after a
+	// crash whether its create committed records it (a name that then
+	// bears it was made by this request).
+	Reserved func(Ino)
 }
 
 // Removed describes an inode that lost a link in Unlink or Rename.

@@ -132,6 +132,9 @@
 // answer the request's resend with the adopted handle or the replayed
 // write's byte count; a release is recorded after it is done, so a
 // successor that adopts the handle again releases it on the resend.
+// A name or xattr change answering a request records its intent before
+// the engine commits it, a create's with the new inode's number
+// (intent.go), so that a successor can tell whether it committed.
 //
 // Import rules: vfs imports meta, data, object and journal (never an
 // engine or backend package, never go-fuse).

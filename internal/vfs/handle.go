@@ -60,9 +60,9 @@ type OpenResult struct {
 func (fs *FS) Create(ctx context.Context, parent meta.Ino, name string, mode uint32, flags uint32) (meta.Entry, OpenResult, error) {
 	e, err := fs.engine.Mknod(ctx, meta.MknodRequest{
 		Parent: parent, Name: name, Type: meta.TypeFile, Mode: uint16(mode & 07777),
-		Exclusive: flags&syscall.O_EXCL != 0, Open: fs.tracker != nil,
+		Exclusive: flags&syscall.O_EXCL != 0, Open: fs.tracker != nil, Reserved: fs.reserve(ctx),
 	})
-	if err != nil {
+	if err := committed(ctx, err); err != nil {
 		return meta.Entry{}, OpenResult{}, err
 	}
 	// A file this call created has no xattrs but what a default ACL gave

@@ -32,7 +32,8 @@ func (fs *FS) Setxattr(ctx context.Context, ino meta.Ino, name string, value []b
 		return fs.cloneControl(ctx, ino, value)
 	}
 	defer fs.forgetCaps(ino, name)
-	return fs.engine.Setxattr(ctx, ino, name, value, flags)
+	fs.intend(ctx, 0)
+	return committed(ctx, fs.engine.Setxattr(ctx, ino, name, value, flags))
 }
 
 // Listxattr returns the names of ino's extended attributes.
@@ -43,7 +44,8 @@ func (fs *FS) Listxattr(ctx context.Context, ino meta.Ino) ([]string, error) {
 // Removexattr removes an extended attribute: ENODATA if unset.
 func (fs *FS) Removexattr(ctx context.Context, ino meta.Ino, name string) error {
 	defer fs.forgetCaps(ino, name)
-	return fs.engine.Removexattr(ctx, ino, name)
+	fs.intend(ctx, 0)
+	return committed(ctx, fs.engine.Removexattr(ctx, ino, name))
 }
 
 func (fs *FS) forgetCaps(ino meta.Ino, name string) {

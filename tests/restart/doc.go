@@ -17,10 +17,14 @@
 // old server still closes (SHOAL_TEST_CLOSE_DELAY), keeps its journal and
 // control socket: the old mount removes only its own.
 //
-// A server killed between an operation and its reply (the test hook
-// SHOAL_TEST_KILL_BEFORE_REPLY, fusefs.KillBeforeReplyEnv) leaves the
-// kernel to resend a request that already happened: the successor answers
-// it from the journal, so an exclusive create, a mkdir, an unlink and a
-// rename succeed, an O_APPEND write is in the file once, and a resent
-// open's close releases the file (unlinked, it is purged).
+// A server killed inside an operation (the test hook SHOAL_TEST_KILL,
+// fusefs.KillEnv) leaves the kernel to resend a request that may already
+// have happened: with its intent journaled and nothing committed, with
+// the engine's commit done and no reply journaled, or with its reply
+// journaled and not sent. The successor answers it from the journal, or
+// finds out from the volume whether it committed, so an exclusive create,
+// a mknod, mkdir, symlink, link, unlink, rmdir, rename, exchange,
+// exclusive setxattr and removexattr succeed once, an O_APPEND write is
+// in the file once, and a resent open's close releases the file
+// (unlinked, it is purged).
 package restart

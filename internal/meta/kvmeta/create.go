@@ -12,7 +12,8 @@ import (
 // entry) and three or four writes (entry, child attr, parent attr, and a
 // symlink's target), plus the two keys of an open record with
 // MknodRequest.Open (open.go). The inode number comes from the client's reserved
-// batch before the transaction starts, and goes back if it is not used.
+// batch before the transaction starts, and goes back if it is not used
+// (unless MknodRequest.Reserved was told it).
 func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, error) {
 	if err := checkMknod(req); err != nil {
 		return meta.Entry{}, err
@@ -20,6 +21,9 @@ func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, 
 	ino, err := e.newInode(ctx)
 	if err != nil {
 		return meta.Entry{}, wrap(err, "mknod %d/%q", req.Parent, req.Name)
+	}
+	if req.Reserved != nil {
+		req.Reserved(ino)
 	}
 	var ent meta.Entry
 	var op opener
@@ -31,7 +35,7 @@ func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, 
 		return err
 	})
 	op.done(err, ino)
-	if err != nil || ent.Ino != ino {
+	if (err != nil || ent.Ino != ino) && req.Reserved == nil {
 		e.inodes.giveBack(uint64(ino))
 	}
 	if err != nil {

@@ -220,6 +220,29 @@ func TestIDGiveBack(t *testing.T) {
 	}
 }
 
+// TestReservedNumber: MknodRequest.Reserved is told the number the new
+// inode gets before the create commits, and a number it was told is not
+// handed out again when the create fails (an intent naming it could
+// otherwise match a later create's name).
+func TestReservedNumber(t *testing.T) {
+	e, _, ctx := newTestEngine(t)
+	var told []meta.Ino
+	req := meta.MknodRequest{Parent: meta.RootIno, Name: "x", Type: meta.TypeFile, Exclusive: true,
+		Reserved: func(ino meta.Ino) { told = append(told, ino) }}
+	first, err := e.Mknod(ctx, req)
+	if err != nil || len(told) != 1 || told[0] != first.Ino {
+		t.Fatalf("create: %+v %v, told %v", first, err, told)
+	}
+	if _, err := e.Mknod(ctx, req); err == nil || len(told) != 2 {
+		t.Fatalf("second exclusive create: %v, told %v", err, told)
+	}
+	req.Name = "y"
+	second, err := e.Mknod(ctx, req)
+	if err != nil || second.Ino == told[1] || second.Ino != told[2] {
+		t.Fatalf("create after a failed one: %+v %v, told %v", second, err, told)
+	}
+}
+
 func TestAttrRoundTrip(t *testing.T) {
 	a := meta.Attr{Type: meta.TypeDir, Mode: 0o7755, Uid: 1, Gid: 2, Atime: -3, Mtime: 4, Ctime: 5,
 		Nlink: 6, Length: 1 << 40, Rdev: 8, Parent: 9}

@@ -1,0 +1,98 @@
+package vfs
+
+import (
+	"context"
+
+	"shoal/internal/meta"
+)
+
+// Intents: telling, after a crash, whether a request committed.
+//
+// An operation that answers a kernel request (WithRequest) and changes
+// names or xattrs — a create, mknod, mkdir, symlink, link, unlink, rmdir,
+// rename, setxattr or removexattr — records its intent in the journal
+// before the engine commits it: for a create, with the number the new
+// inode gets (meta.MknodRequest.Reserved, never handed out twice); for a
+// RENAME_EXCHANGE, with the inode the old name held, read first. The
+// adaptor records the outcome after (package journal, replies.go). A
+// successor that finds the intent and no outcome checks the volume
+// instead of trusting a second run: the new name bearing the intent's
+// inode, the old name of an exchange holding another inode, or the
+// second run failing as only a committed first one makes it fail.
+
+// Stage is a point in an operation that a test may crash the process at
+// (WithStageHook).
+type Stage int
+
+const (
+	// StageIntent: the intent is recorded, nothing is committed.
+	StageIntent Stage = iota + 1
+	// StageCommitted: the engine committed the operation, and nothing
+	// after the intent is recorded yet (for a create, not its handle).
+	StageCommitted
+)
+
+// stageKey is the context key of WithStageHook.
+type stageKey struct{}
+
+// WithStageHook returns ctx for an operation that calls fn at each Stage
+// it reaches. For tests, which crash the server there: not a user
+// setting.
+func WithStageHook(ctx context.Context, fn func(Stage)) context.Context {
+	return context.WithValue(ctx, stageKey{}, fn)
+}
+
+// reached calls the stage hook of ctx, if any.
+func reached(ctx context.Context, s Stage) {
+	if fn, ok := ctx.Value(stageKey{}).(func(Stage)); ok {
+		fn(s)
+	}
+}
+
+// committed reports that the engine committed the operation of ctx (err
+// nil) and returns err.
+func committed(ctx context.Context, err error) error {
+	if err == nil {
+		reached(ctx, StageCommitted)
+	}
+	return err
+}
+
+// intend records the intent of the request ctx answers, naming ino (0:
+// none), when there is a journal and a request.
+func (fs *FS) intend(ctx context.Context, ino meta.Ino) {
+	req := requestOf(ctx)
+	if fs.journal == nil || req == 0 {
+		return
+	}
+	fs.noteJournal(fs.journal.Intent(req, uint64(ino)))
+	reached(ctx, StageIntent)
+}
+
+// reserve returns the MknodRequest.Reserved of a create answering the
+// request of ctx: it records the intent with the new inode's number (nil
+// without a journal or a request).
+func (fs *FS) reserve(ctx context.Context) func(meta.Ino) {
+	if fs.journal == nil || requestOf(ctx) == 0 {
+		return nil
+	}
+	return func(ino meta.Ino) { fs.intend(ctx, ino) }
+}
+
+// intendRename records a rename's intent; an exchange names the inode
+// the old name holds before it (which a committed exchange moved away).
+func (fs *FS) intendRename(ctx context.Context, req meta.RenameRequest) error {
+	if fs.journal == nil || requestOf(ctx) == 0 {
+		return nil
+	}
+	var ino meta.Ino
+	if req.Flags&meta.RenameExchange != 0 {
+		e, err := fs.engine.Lookup(ctx, req.OldParent, req.OldName)
+		if err != nil {
+			return err
+		}
+		ino = e.Ino
+	}
+	fs.intend(ctx, ino)
+	return nil
+}
