@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"syscall"
@@ -11,12 +12,26 @@ import (
 )
 
 // Resent requests that may have committed: the intent is journaled and
-// the outcome is not (resend.go). The volume tells.
+// the outcome is not (resend.go). The volume tells, as far as it can:
+//
+//   - a create, mknod, mkdir or symlink committed if its name holds the
+//     inode number its intent reserved, a link if its name holds the
+//     inode it links, a rename or an exchange if the new name holds the
+//     inode its intent read at the old name; else it runs;
+//   - a setxattr with XATTR_CREATE or a removexattr records its intent
+//     only once it found the xattr unset or set (vfs, intendXattr), so
+//     one that runs and finds it set (holding the request's value) or
+//     gone committed, unless another mount changed it in between;
+//   - an unlink or rmdir that runs and finds its name gone is answered
+//     as a success: what it was asked to make true is true, though the
+//     name may have gone another way (another mount removed it between
+//     the kernel's lookup and the request, and the dead server died
+//     before recording the ENOENT).
 
-// committedEntry returns the entry a resent create-like request made, if
-// its intent is journaled without an outcome and parent/name holds the
-// inode it made: the number its intent reserved, or for a link (linked
-// not 0) the inode it links.
+// committedEntry returns the entry a resent request made at parent/name,
+// if its intent is journaled without an outcome and the name holds the
+// inode it made or moved there: the one its intent named, or for a link
+// (linked not 0) the inode it links.
 func (fs *FS) committedEntry(c context.Context, h *fuse.InHeader, parent meta.Ino, name string, linked meta.Ino) (meta.Entry, bool) {
 	ino, ok := fs.replies.begun(h)
 	if linked != 0 {
@@ -33,29 +48,30 @@ func (fs *FS) committedEntry(c context.Context, h *fuse.InHeader, parent meta.In
 	return e, true
 }
 
-// committedExchange reports whether a resent RENAME_EXCHANGE committed:
-// its intent is journaled without an outcome and the old name no longer
-// holds the inode the intent named.
-func (fs *FS) committedExchange(c context.Context, h *fuse.InHeader, parent meta.Ino, name string) bool {
-	ino, ok := fs.replies.begun(h)
-	if !ok || ino == 0 {
-		return false
+// committedXattr returns nil for the second run of a resent setxattr
+// with XATTR_CREATE whose intent is journaled without an outcome, when
+// it failed with EEXIST and the xattr holds the request's value: the
+// first run set it. Otherwise err.
+func (fs *FS) committedXattr(c context.Context, h *fuse.InHeader, name string, value []byte, err error) error {
+	if !errors.Is(err, syscall.EEXIST) {
+		return err
 	}
-	if e, err := fs.vfs.Lookup(c, parent, name); err == nil && e.Ino == ino {
-		return false
+	if _, ok := fs.replies.begun(h); !ok {
+		return err
+	}
+	if v, gerr := fs.vfs.Getxattr(c, meta.Ino(h.NodeId), name); gerr != nil || !bytes.Equal(v, value) {
+		return err
 	}
 	fs.replies.noteCommitted(h)
-	return true
+	return nil
 }
 
-// committedBefore returns nil for the second run of a resent request
-// whose intent is journaled without an outcome, when it failed with the
-// error only a committed first run leaves (gone): an unlink, rmdir or
-// rename finding its name gone (ENOENT), a setxattr with XATTR_CREATE
-// finding the xattr set (EEXIST), a removexattr finding it unset
-// (ENODATA). Otherwise err.
-func (fs *FS) committedBefore(h *fuse.InHeader, err error, gone syscall.Errno) error {
-	if err == nil || !errors.Is(err, gone) {
+// committedGone returns nil for the second run of a resent unlink, rmdir
+// or removexattr whose intent is journaled without an outcome, when it
+// failed with gone (ENOENT, ENODATA): what it removes is gone. Otherwise
+// err.
+func (fs *FS) committedGone(h *fuse.InHeader, err error, gone syscall.Errno) error {
+	if !errors.Is(err, gone) {
 		return err
 	}
 	if _, ok := fs.replies.begun(h); !ok {

@@ -195,7 +195,7 @@ func (fs *FS) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse
 		return st
 	}
 	c, ch := fs.dirs.begin(fs.requestCtx(ctx(h), h, opUnlink), meta.Ino(h.NodeId))
-	err := fs.committedBefore(h, fs.vfs.Unlink(c, meta.Ino(h.NodeId), name), syscall.ENOENT)
+	err := fs.committedGone(h, fs.vfs.Unlink(c, meta.Ino(h.NodeId), name), syscall.ENOENT)
 	ch.end(err == nil)
 	return fs.done(opUnlink, h, err)
 }
@@ -207,7 +207,7 @@ func (fs *FS) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.
 		return st
 	}
 	c, ch := fs.dirs.begin(fs.requestCtx(ctx(h), h, opRmdir), meta.Ino(h.NodeId))
-	err := fs.committedBefore(h, fs.vfs.Rmdir(c, meta.Ino(h.NodeId), name), syscall.ENOENT)
+	err := fs.committedGone(h, fs.vfs.Rmdir(c, meta.Ino(h.NodeId), name), syscall.ENOENT)
 	ch.end(err == nil)
 	return fs.done(opRmdir, h, err)
 }
@@ -221,14 +221,11 @@ func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName
 	}
 	c, ch := fs.dirs.begin(fs.requestCtx(ctx(h), h, opRename), meta.Ino(in.NodeId), meta.Ino(in.Newdir))
 	var err error
-	if in.Flags&meta.RenameExchange == 0 || !fs.committedExchange(c, h, meta.Ino(in.NodeId), oldName) {
+	if _, ok := fs.committedEntry(c, h, meta.Ino(in.Newdir), newName, 0); !ok {
 		err = fs.vfs.Rename(c, meta.RenameRequest{
 			OldParent: meta.Ino(in.NodeId), OldName: oldName,
 			NewParent: meta.Ino(in.Newdir), NewName: newName, Flags: in.Flags,
 		})
-		if in.Flags&meta.RenameExchange == 0 {
-			err = fs.committedBefore(h, err, syscall.ENOENT)
-		}
 	}
 	ch.end(err == nil)
 	return fs.done(opRename, h, err)

@@ -61,9 +61,10 @@ func (fs *FS) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, name string,
 	if in.SetXAttrFlags&fuse.SETXATTR_ACL_KILL_SGID != 0 {
 		flags |= meta.XattrACLKillSgid
 	}
-	err := fs.vfs.Setxattr(fs.requestCtx(ctx(h), h, opSetxattr), meta.Ino(in.NodeId), name, value, flags)
+	c := fs.requestCtx(ctx(h), h, opSetxattr)
+	err := fs.vfs.Setxattr(c, meta.Ino(in.NodeId), name, value, flags)
 	if flags&meta.XattrCreate != 0 && name != vfs.CloneXattr {
-		err = fs.committedBefore(h, err, syscall.EEXIST)
+		err = fs.committedXattr(c, h, name, value, err)
 	}
 	if err == nil && name == vfs.CloneXattr {
 		fs.forgetEntry(in.NodeId, value)
@@ -90,5 +91,5 @@ func (fs *FS) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, name string)
 		return st
 	}
 	err := fs.vfs.Removexattr(fs.requestCtx(ctx(h), h, opRemovexattr), meta.Ino(h.NodeId), name)
-	return fs.done(opRemovexattr, h, fs.committedBefore(h, err, syscall.ENODATA))
+	return fs.done(opRemovexattr, h, fs.committedGone(h, err, syscall.ENODATA))
 }

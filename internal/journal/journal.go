@@ -92,8 +92,9 @@ type State struct {
 	// NextSeq continues the numbering of writes and barriers across a
 	// successor's journal.
 	NextSeq uint64
-	// Replies are the latest requests answered (at most ReplyKeep), by
-	// request id, for answering their resends (replies.go). Those of
+	// Replies are the latest requests answered (at most ReplyKeep), and
+	// the intents of requests with no outcome recorded (Reply.Intent),
+	// by request id, for answering their resends (replies.go). Those of
 	// opens are in Handles.
 	Replies map[uint64]Reply
 }
@@ -263,11 +264,10 @@ func (j *Journal) writeCheckpoint() error {
 		add(kindOwner, u64s(o.Fh, o.Ino, o.Owner))
 	}
 	j.st.replies.each(func(req uint64, r Reply) {
-		if r.Intent {
-			add(kindIntent, u64s(req, r.Ino))
-		} else {
-			add(kindReply, replyPayload(req, r))
-		}
+		add(kindReply, replyPayload(req, r))
+	})
+	j.st.intents.each(func(req, ino uint64) {
+		add(kindIntent, u64s(req, ino))
 	})
 	if !j.seg.reused {
 		return j.seg.write(join(recs))

@@ -19,6 +19,7 @@ type mirror struct {
 	dirs    map[uint64]uint64
 	owners  map[ownerKey]uint64 // → fh the owner locked through
 	replies replyRing
+	intents intentSet
 }
 
 type ownerKey struct{ ino, owner uint64 }
@@ -39,7 +40,7 @@ func mirrorOf(st State) mirror {
 	for _, o := range st.Owners {
 		m.owners[ownerKey{o.Ino, o.Owner}] = o.Fh
 	}
-	m.replies.addAll(st.Replies)
+	m.addReplies(st.Replies)
 	return m
 }
 
@@ -73,6 +74,9 @@ func (m *mirror) apply(kind byte, p []byte) {
 		}
 		m.handles[v(0)] = h
 		m.seeFh(v(0))
+		if h.Request != 0 { // a create's outcome
+			m.intents.settle(h.Request)
+		}
 	case kindRelease:
 		delete(m.handles, v(0))
 		for k, fh := range m.owners {
@@ -100,7 +104,7 @@ func (m *mirror) apply(kind byte, p []byte) {
 	case kindReply:
 		m.applyReply(p)
 	case kindIntent:
-		m.replies.add(v(0), Reply{Intent: true, Ino: v(1)})
+		m.intents.add(v(0), v(1))
 	}
 }
 
@@ -179,7 +183,7 @@ func Recover(dir string) (State, error) {
 		}
 	}
 	st := State{Session: m.session, NextFh: m.nextFh, Handles: m.handles, Dirs: m.dirs, Owners: m.ownerList(), NextSeq: seq,
-		Replies: m.replies.byReq}
+		Replies: m.allReplies()}
 	for _, sw := range writes {
 		if sw.seq >= barrier[sw.w.Ino] {
 			st.Writes = append(st.Writes, sw.w)

@@ -22,30 +22,32 @@ import (
 // Intents: the moment between commit and record. A request that changes
 // the volume commits in the engine before its reply can be recorded; a
 // process that dies in between leaves a change no record tells of. So
-// such a request first records its intent (Intent), with the number of
-// the inode it will create if it creates one (the engine never hands a
-// number out twice), and its outcome after: the reply, or its failure
-// (the adaptor encodes both in Reply's data). A successor that finds only
-// the intent knows the request began and not whether it committed; the
-// adaptor finds out from the volume (the name it created bears the
-// inode number of the intent; the name it removed is gone) rather than
-// running it blind a second time (package fusefs, resend.go).
+// such a request first records its intent (Intent), with an inode number
+// that tells its effect — the number of the inode it will create (the
+// engine never hands a number out twice), the inode a rename moves — and
+// its outcome after: the reply, or its failure (the adaptor encodes both
+// in Reply's data). A successor that finds only the intent knows the
+// request began and not whether it committed; the adaptor finds out from
+// the volume (the new name holds the intent's inode) rather than running
+// it blind a second time (package fusefs, committed.go).
 //
 // How long a reply is kept. The kernel resends only requests it has not
 // had a reply to, and the server writes a reply microseconds after its
 // record. So a record is needed only for that moment, and for as long as
 // a successor has not yet answered a resend with it. The journal keeps
-// the latest ReplyKeep replies and intents (opens: as long as their
-// handle is open; a request's reply takes its intent's place): a reply
-// still unwritten after ReplyKeep later requests were answered
+// the latest ReplyKeep replies (opens: as long as their handle is open):
+// a reply still unwritten after ReplyKeep later requests were answered
 // would need its goroutine stalled while others answered thousands, or
-// ReplyKeep requests in flight at once, one per blocked thread. A new
-// segment's checkpoint carries them, so the journal stays bounded (about
-// 0.6 MiB of them at most), and Recover returns them (State.Replies); a
-// successor carries them into its own journal, for its own successor in
-// case it dies before answering the resends.
+// ReplyKeep requests in flight at once, one per blocked thread. An
+// intent is kept apart, until its request's outcome is recorded (a reply,
+// or a create's open record): its request may run for seconds while the
+// engine retries. A new segment's checkpoint carries both, so the journal
+// stays bounded (about 0.6 MiB of replies at most), and Recover returns
+// them (State.Replies); a successor carries them into its own journal,
+// for its own successor in case it dies before answering the resends.
 
-// ReplyKeep is how many of the latest replies a journal keeps.
+// ReplyKeep is how many of the latest replies a journal keeps (intents
+// apart: IntentKeep).
 const ReplyKeep = 4096
 
 // Reply is how the mount answered a request, or that it began to.
@@ -81,7 +83,8 @@ func replyPayload(request uint64, r Reply) []byte {
 	return append(b, r.Data...)
 }
 
-// replyRing keeps the latest ReplyKeep replies by request id.
+// replyRing keeps the latest ReplyKeep replies by request id (intents
+// are apart: intentSet).
 type replyRing struct {
 	order []uint64 // request ids in the order added, a ring from next once full
 	next  int
@@ -112,20 +115,94 @@ func (r *replyRing) each(fn func(request uint64, rep Reply)) {
 	}
 }
 
-// addAll adds replies from a State, oldest (lowest request id: the kernel
-// numbers requests in increasing order) first.
-func (r *replyRing) addAll(replies map[uint64]Reply) {
+// addReplies adds the replies and intents of a State, oldest (lowest
+// request id: the kernel numbers requests in increasing order) first.
+func (m *mirror) addReplies(replies map[uint64]Reply) {
 	reqs := make([]uint64, 0, len(replies))
 	for req := range replies {
 		reqs = append(reqs, req)
 	}
 	sort.Slice(reqs, func(a, b int) bool { return reqs[a] < reqs[b] })
 	for _, req := range reqs {
-		r.add(req, replies[req])
+		if r := replies[req]; r.Intent {
+			m.intents.add(req, r.Ino)
+		} else {
+			m.replies.add(req, r)
+		}
 	}
 }
 
-// applyReply applies a reply record.
+// allReplies is the replies and the unsettled intents, as State has them.
+func (m *mirror) allReplies() map[uint64]Reply {
+	all := make(map[uint64]Reply, len(m.replies.byReq)+len(m.intents.ino))
+	for req, r := range m.replies.byReq {
+		all[req] = r
+	}
+	for req, ino := range m.intents.ino {
+		all[req] = Reply{Intent: true, Ino: ino}
+	}
+	return all
+}
+
+// applyReply applies a reply record: it also settles the request's
+// intent.
 func (m *mirror) applyReply(p []byte) {
-	m.replies.add(binary.LittleEndian.Uint64(p), Reply{Written: binary.LittleEndian.Uint64(p[8:]), Data: p[16:]})
+	req := binary.LittleEndian.Uint64(p)
+	m.replies.add(req, Reply{Written: binary.LittleEndian.Uint64(p[8:]), Data: p[16:]})
+	m.intents.settle(req)
+}
+
+// IntentKeep bounds the intents a journal keeps without an outcome: only
+// a request that never answers (its process died, and the kernel never
+// resent it) leaves one for good, so the bound is never reached in use.
+const IntentKeep = 1 << 16
+
+// intentSet holds the intents whose request has no outcome recorded yet,
+// apart from the replies: however many requests are answered while one
+// runs (an engine call may retry for seconds), its intent stays. An
+// outcome settles it: a reply record, or for a create its handle's open
+// record.
+type intentSet struct {
+	order []uint64          // request ids in the order added, settled ones too until compacted
+	ino   map[uint64]uint64 // unsettled: request → the inode the intent named
+}
+
+func (s *intentSet) add(request, ino uint64) {
+	if s.ino == nil {
+		s.ino = map[uint64]uint64{}
+	}
+	if _, ok := s.ino[request]; !ok {
+		s.order = append(s.order, request)
+	}
+	s.ino[request] = ino
+	for len(s.ino) > IntentKeep {
+		delete(s.ino, s.order[0])
+		s.order = s.order[1:]
+	}
+	if len(s.order) > 2*len(s.ino)+64 {
+		live := s.order[:0:0]
+		for _, r := range s.order {
+			if _, ok := s.ino[r]; ok {
+				live = append(live, r)
+			}
+		}
+		s.order = live
+	}
+}
+
+func (s *intentSet) settle(request uint64) {
+	if len(s.ino) > 0 {
+		delete(s.ino, request)
+	}
+}
+
+// each calls fn for every unsettled intent, oldest first.
+func (s *intentSet) each(fn func(request, ino uint64)) {
+	seen := make(map[uint64]bool, len(s.ino))
+	for _, r := range s.order {
+		if ino, ok := s.ino[r]; ok && !seen[r] {
+			seen[r] = true
+			fn(r, ino)
+		}
+	}
 }

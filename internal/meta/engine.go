@@ -176,10 +176,10 @@ type MknodRequest struct {
 	// OpenTracker ignore it.
 	Open bool
 	// Reserved, if set, is called with the number the new inode gets,
-	// before anything is committed; the number is never handed out
-	// again, even if the create fails. A caller that must tell after a
-	// crash whether its create committed records it (a name that then
-	// bears it was made by this request).
+	// before anything is committed; the number is not handed out again
+	// if the create fails. A caller that must tell after a crash whether
+	// its create committed records it (a name that then bears it was made
+	// by this request).
 	Reserved func(Ino)
 }
 

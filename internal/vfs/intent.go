@@ -2,6 +2,8 @@ package vfs
 
 import (
 	"context"
+	"errors"
+	"syscall"
 
 	"shoal/internal/meta"
 )
@@ -13,12 +15,11 @@ import (
 // rename, setxattr or removexattr — records its intent in the journal
 // before the engine commits it: for a create, with the number the new
 // inode gets (meta.MknodRequest.Reserved, never handed out twice); for a
-// RENAME_EXCHANGE, with the inode the old name held, read first. The
-// adaptor records the outcome after (package journal, replies.go). A
-// successor that finds the intent and no outcome checks the volume
-// instead of trusting a second run: the new name bearing the intent's
-// inode, the old name of an exchange holding another inode, or the
-// second run failing as only a committed first one makes it fail.
+// rename or an exchange, with the inode the old name holds, read first
+// (one engine read more, on a supervised mount only). The adaptor records
+// the outcome after (package journal, replies.go). A successor that finds
+// the intent and no outcome asks the volume instead of running the
+// request blind a second time (package fusefs, committed.go).
 
 // Stage is a point in an operation that a test may crash the process at
 // (WithStageHook).
@@ -79,20 +80,44 @@ func (fs *FS) reserve(ctx context.Context) func(meta.Ino) {
 	return func(ino meta.Ino) { fs.intend(ctx, ino) }
 }
 
-// intendRename records a rename's intent; an exchange names the inode
-// the old name holds before it (which a committed exchange moved away).
+// intendRename records a rename's intent, naming the inode the old name
+// holds (read first: an exchange moves it to the new name as a rename
+// does, so a new name holding it tells a committed rename). A missing old
+// name is the rename's own error.
 func (fs *FS) intendRename(ctx context.Context, req meta.RenameRequest) error {
 	if fs.journal == nil || requestOf(ctx) == 0 {
 		return nil
 	}
-	var ino meta.Ino
-	if req.Flags&meta.RenameExchange != 0 {
-		e, err := fs.engine.Lookup(ctx, req.OldParent, req.OldName)
-		if err != nil {
-			return err
-		}
-		ino = e.Ino
+	e, err := fs.engine.Lookup(ctx, req.OldParent, req.OldName)
+	if err != nil {
+		return err
 	}
-	fs.intend(ctx, ino)
+	fs.intend(ctx, e.Ino)
 	return nil
 }
+
+// intendXattr records the intent of a setxattr or removexattr of name,
+// after checking what only the engine checks: that an XATTR_CREATE's
+// xattr is unset (else EEXIST), that a removal's is set (else ENODATA).
+// A successor that finds the intent and then the xattr set (or gone)
+// can then tell that the request committed, where one bound to fail
+// looks the same.
+func (fs *FS) intendXattr(ctx context.Context, ino meta.Ino, name string, create, remove bool) error {
+	if fs.journal == nil || requestOf(ctx) == 0 {
+		return nil
+	}
+	if create || remove {
+		_, err := fs.engine.Getxattr(ctx, ino, name)
+		switch {
+		case create && err == nil:
+			return syscall.EEXIST
+		case remove && errors.Is(err, syscall.ENODATA):
+			return err
+		case err != nil && !errors.Is(err, syscall.ENODATA):
+			return err
+		}
+	}
+	fs.intend(ctx, 0)
+	return nil
+}
+

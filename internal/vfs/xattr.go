@@ -32,7 +32,9 @@ func (fs *FS) Setxattr(ctx context.Context, ino meta.Ino, name string, value []b
 		return fs.cloneControl(ctx, ino, value)
 	}
 	defer fs.forgetCaps(ino, name)
-	fs.intend(ctx, 0)
+	if err := fs.intendXattr(ctx, ino, name, flags&meta.XattrCreate != 0, false); err != nil {
+		return err
+	}
 	return committed(ctx, fs.engine.Setxattr(ctx, ino, name, value, flags))
 }
 
@@ -44,7 +46,9 @@ func (fs *FS) Listxattr(ctx context.Context, ino meta.Ino) ([]string, error) {
 // Removexattr removes an extended attribute: ENODATA if unset.
 func (fs *FS) Removexattr(ctx context.Context, ino meta.Ino, name string) error {
 	defer fs.forgetCaps(ino, name)
-	fs.intend(ctx, 0)
+	if err := fs.intendXattr(ctx, ino, name, false, true); err != nil {
+		return err
+	}
 	return committed(ctx, fs.engine.Removexattr(ctx, ino, name))
 }
 

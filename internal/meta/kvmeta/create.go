@@ -13,7 +13,7 @@ import (
 // symlink's target), plus the two keys of an open record with
 // MknodRequest.Open (open.go). The inode number comes from the client's reserved
 // batch before the transaction starts, and goes back if it is not used
-// (unless MknodRequest.Reserved was told it).
+// (after a failure, only if MknodRequest.Reserved was not told it).
 func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, error) {
 	if err := checkMknod(req); err != nil {
 		return meta.Entry{}, err
@@ -35,7 +35,11 @@ func (e *Engine) Mknod(ctx context.Context, req meta.MknodRequest) (meta.Entry, 
 		return err
 	})
 	op.done(err, ino)
-	if (err != nil || ent.Ino != ino) && req.Reserved == nil {
+	// A number Reserved was told goes back only when an existing file
+	// was returned (the name holds another number, and the kernel holds
+	// the directory until the reply): after a failure, an intent naming it
+	// could otherwise match the next create's name.
+	if (err != nil && req.Reserved == nil) || (err == nil && ent.Ino != ino) {
 		e.inodes.giveBack(uint64(ino))
 	}
 	if err != nil {
