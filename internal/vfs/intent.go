@@ -120,4 +120,3 @@ func (fs *FS) intendXattr(ctx context.Context, ino meta.Ino, name string, create
 	fs.intend(ctx, 0)
 	return nil
 }
-
