@@ -26,5 +26,9 @@
 // a mknod, mkdir, symlink, link, unlink, rmdir, rename, exchange,
 // exclusive setxattr and removexattr succeed once, an O_APPEND write is
 // in the file once, and a resent open's close releases the file
-// (unlinked, it is purged).
+// (unlinked, it is purged). TestCrashAgainstModel (crashmodel_test.go)
+// crashes each such op at each stage inside a random sequence of
+// operations on six names in two directories, seeded (SHOAL_SEED), and
+// checks every outcome, errno included, and the tree read through a second
+// mount against a model of the file system (model_test.go).
 package restart

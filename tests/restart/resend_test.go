@@ -43,9 +43,15 @@ var stages = []struct{ name, logged string }{
 // happened, a successor serves, and it logged what it answered with.
 func crashAt(t *testing.T, stage, op, logged string) (*testutil.Mount, func()) {
 	t.Helper()
+	return crashOn(t, testutil.NewVolume(t), stage, op, logged)
+}
+
+// crashOn is crashAt on the volume v.
+func crashOn(t *testing.T, v *testutil.Volume, stage, op, logged string) (*testutil.Mount, func()) {
+	t.Helper()
 	marker := filepath.Join(t.TempDir(), "killed")
 	t.Setenv(fusefs.KillEnv, stage+":"+op+":"+marker)
-	m := mountSupervised(t)
+	m := v.Mount(t)
 	os.Unsetenv(fusefs.KillEnv) // for other mounts; the supervisor has it
 	first := m.WaitServerPID(t)
 	return m, func() {
