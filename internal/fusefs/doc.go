@@ -86,9 +86,9 @@
 // answers the kernel's resend of such a request (FUSE_UNIQUE_RESEND)
 // from it instead of running it again. A name or xattr change records its
 // intent before it commits (vfs, intent.go), and a resend that finds only
-// the intent is checked against the volume (committed.go). So a crash
-// anywhere between an operation's start and its reply is invisible: no
-// EEXIST for an application's own create, no undone exchange, no second
-// handle, no append written twice. The test hook KillEnv (killhook.go)
-// crashes a server at each of those points.
+// the intent is checked against the volume (committed.go, which says
+// what it cannot tell). So a crash between an operation's start and its
+// reply shows no EEXIST for an application's own create, no undone
+// exchange, no second handle, no append written twice. The test hook
+// KillEnv (killhook.go) crashes a server at each of those points.
 package fusefs

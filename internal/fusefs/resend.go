@@ -35,19 +35,18 @@ import (
 // Between commit and record. Those ops first record their intent (package
 // vfs, intent.go): a process that died after the engine committed and
 // before the outcome's record leaves the intent alone. A resent request
-// with only an intent is checked against the volume (committed.go): a
-// create-like op whose name bears the inode number its intent reserved,
-// or an exchange whose old name no longer holds the inode its intent
-// named, committed and is answered so; any other runs, and an unlink,
-// rmdir or rename that then finds its name gone, a setxattr(XATTR_CREATE)
-// that finds its xattr set, a removexattr that finds it unset, had
-// committed and succeed. The other ops are idempotent, and run again: a
-// setattr sets the same values (a truncate the same size), a positional
-// write writes the same bytes at the same place, an owner takes its lock
-// again, a flush or fsync commits what is there, an open whose handle was
-// not recorded opens one (the engine's open record is per inode). An
-// opendir whose reply was lost opens a second directory handle: the first
-// stays in memory, unseen, until the mount ends.
+// with only an intent is checked against the volume (committed.go): one
+// whose new name holds the inode its intent named committed and is
+// answered so; any other runs, and an unlink, rmdir or removexattr that
+// then finds its name or xattr gone, or an XATTR_CREATE setxattr that
+// finds its value set, had committed and succeeds. A clone (a setxattr of
+// vfs.CloneXattr) records no intent. The other ops are idempotent, and
+// run again: a setattr sets the same values (a truncate the same size), a
+// positional write writes the same bytes at the same place, an owner
+// takes its lock again, a flush or fsync commits what is there, an open
+// whose handle was not recorded opens one (the engine's open record is
+// per inode). An opendir whose reply was lost opens a second directory
+// handle: the first stays in memory, unseen, until the mount ends.
 
 // uniqueResend is FUSE_UNIQUE_RESEND (include/uapi/linux/fuse.h, Linux
 // 6.9), the bit the kernel sets in the unique id of a resent request;

@@ -33,7 +33,8 @@ import (
 // not run again (a second handle the kernel never releases; the bytes
 // appended after their replay). With the request's id (WithRequest) in
 // their records, the adaptor answers the resend instead, from what
-// journal.Recover returns. A release, unlike the rest, is recorded after
+// journal.Recover returns; the same id marks the intents of name and
+// xattr changes (intent.go). A release, unlike the rest, is recorded after
 // it is done: a successor that finds the handle still open adopts it, and
 // the resent release releases it there (recorded first, a crash before
 // the engine heard of the release would leave the open counted for good).
@@ -76,7 +77,8 @@ type requestKey struct{}
 // in the journal with their outcome, so that a successor answers the
 // kernel's resend of the request after a crash with the handle adopted
 // or the byte count of the write replayed, instead of opening again or
-// appending the bytes a second time (package journal, replies.go).
+// appending the bytes a second time (package journal, replies.go); a
+// name or xattr change records its intent under it (intent.go).
 func WithRequest(ctx context.Context, id uint64) context.Context {
 	return context.WithValue(ctx, requestKey{}, id)
 }
