@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"context"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -20,17 +21,7 @@ func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out
 		return st
 	}
 	c, ch := fs.dirs.begin(fs.requestCtx(createCtx(h, in.Umask), h, opCreate), meta.Ino(in.NodeId))
-	var res vfs.OpenResult
-	e, ok := fs.committedEntry(c, h, meta.Ino(in.NodeId), name, 0)
-	var err error
-	if ok {
-		// Created before the crash, the handle not recorded: open it
-		// now, as the create would have (an empty file: no truncate).
-		res, err = fs.vfs.Open(c, e.Ino, in.Flags&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC))
-		e.Attr = res.Attr
-	} else {
-		e, res, err = fs.vfs.Create(c, meta.Ino(in.NodeId), name, in.Mode, in.Flags)
-	}
+	e, res, err := fs.create(c, in, name)
 	ch.end(err == nil)
 	if err != nil {
 		return fs.failed(h, fs.status("create", err))
@@ -39,6 +30,19 @@ func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out
 	fillOpen(res, &out.OpenOut)
 	fs.replies.kill.fire(opCreate)
 	return fuse.OK
+}
+
+// create creates and opens name in in's node, or, for a resend whose
+// first run made the file before the crash and left no handle recorded,
+// opens that file as the create would have (it is empty: no truncate).
+func (fs *FS) create(c context.Context, in *fuse.CreateIn, name string) (meta.Entry, vfs.OpenResult, error) {
+	e, ok := fs.committedEntry(c, &in.InHeader, meta.Ino(in.NodeId), name, 0)
+	if !ok {
+		return fs.vfs.Create(c, meta.Ino(in.NodeId), name, in.Mode, in.Flags)
+	}
+	res, err := fs.vfs.Open(c, e.Ino, in.Flags&^(syscall.O_CREAT|syscall.O_EXCL|syscall.O_TRUNC))
+	e.Attr = res.Attr
+	return e, res, err
 }
 
 // recreated answers a resent create with the handle it opened (and the

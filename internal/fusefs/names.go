@@ -132,7 +132,7 @@ func setattrRequest(in *fuse.SetAttrIn) vfs.SetattrRequest {
 // Mknod implements fuse.RawFileSystem.
 func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enterChange()()
-	return fs.makeEntry(opMknod, &in.InHeader, createCtx(&in.InHeader, in.Umask), name, 0, out, func(c context.Context) (meta.Entry, error) {
+	return fs.makeEntry(createCtx(&in.InHeader, in.Umask), opMknod, &in.InHeader, name, 0, out, func(c context.Context) (meta.Entry, error) {
 		return fs.vfs.Mknod(c, meta.Ino(in.NodeId), name, in.Mode, in.Rdev)
 	})
 }
@@ -140,7 +140,7 @@ func (fs *FS) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *
 // Mkdir implements fuse.RawFileSystem.
 func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enterChange()()
-	return fs.makeEntry(opMkdir, &in.InHeader, createCtx(&in.InHeader, in.Umask), name, 0, out, func(c context.Context) (meta.Entry, error) {
+	return fs.makeEntry(createCtx(&in.InHeader, in.Umask), opMkdir, &in.InHeader, name, 0, out, func(c context.Context) (meta.Entry, error) {
 		return fs.vfs.Mkdir(c, meta.Ino(in.NodeId), name, in.Mode)
 	})
 }
@@ -148,7 +148,7 @@ func (fs *FS) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *
 // Symlink implements fuse.RawFileSystem.
 func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enterChange()()
-	return fs.makeEntry(opSymlink, h, ctx(h), name, 0, out, func(c context.Context) (meta.Entry, error) {
+	return fs.makeEntry(ctx(h), opSymlink, h, name, 0, out, func(c context.Context) (meta.Entry, error) {
 		return fs.vfs.Symlink(c, meta.Ino(h.NodeId), name, target)
 	})
 }
@@ -156,7 +156,7 @@ func (fs *FS) Symlink(cancel <-chan struct{}, h *fuse.InHeader, target, name str
 // Link implements fuse.RawFileSystem.
 func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
 	defer fs.enterChange()()
-	return fs.makeEntry(opLink, &in.InHeader, ctx(&in.InHeader), name, meta.Ino(in.Oldnodeid), out, func(c context.Context) (meta.Entry, error) {
+	return fs.makeEntry(ctx(&in.InHeader), opLink, &in.InHeader, name, meta.Ino(in.Oldnodeid), out, func(c context.Context) (meta.Entry, error) {
 		return fs.vfs.Link(c, meta.Ino(in.Oldnodeid), meta.Ino(in.NodeId), name)
 	})
 }
@@ -164,7 +164,7 @@ func (fs *FS) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fu
 // makeEntry runs op, which makes name in h's node (for a link, to the
 // inode linked), and answers with the entry: a resend with the recorded
 // outcome, or with the entry a first run made before the crash.
-func (fs *FS) makeEntry(op int, h *fuse.InHeader, c context.Context, name string, linked meta.Ino, out *fuse.EntryOut, run func(context.Context) (meta.Entry, error)) fuse.Status {
+func (fs *FS) makeEntry(c context.Context, op int, h *fuse.InHeader, name string, linked meta.Ino, out *fuse.EntryOut, run func(context.Context) (meta.Entry, error)) fuse.Status {
 	if st, ok := fs.replayedEntry(h, out); ok {
 		return st
 	}
