@@ -30,7 +30,7 @@ import (
 //
 // Each case's seed picks where the server dies (crashPoints: every op
 // kind at every stage, over the cases) and the sequence. SHOAL_SEED runs
-// one case.
+// one case, SHOAL_SEEDS=FROM-TO a range of them.
 
 // crashPoint is where a case's server dies: the first request of op to
 // reach stage; with fails, a request the file system refuses (an rmdir or
@@ -87,6 +87,16 @@ func TestCrashAgainstModel(t *testing.T) {
 			t.Fatalf("SHOAL_SEED=%q: %v", s, err)
 		}
 		seeds = []uint64{seed}
+	}
+	if s := os.Getenv("SHOAL_SEEDS"); s != "" { // FROM-TO: a longer sweep
+		var from, to uint64
+		if _, err := fmt.Sscanf(s, "%d-%d", &from, &to); err != nil || from > to {
+			t.Fatalf("SHOAL_SEEDS=%q: want FROM-TO", s)
+		}
+		seeds = seeds[:0]
+		for seed := from; seed <= to; seed++ {
+			seeds = append(seeds, seed)
+		}
 	}
 	for _, seed := range seeds {
 		c := points[int(seed%uint64(len(points)))]
