@@ -208,6 +208,12 @@ type RenameRequest struct {
 	NewParent Ino
 	NewName   string
 	Flags     uint32
+	// Moving, if set, is called with the inode the old name holds before
+	// anything is committed (again if the engine runs the rename again:
+	// the last call names the inode it moves). A caller that must tell
+	// after a crash whether its rename committed records it: the new
+	// name then holds it.
+	Moving func(Ino)
 }
 
 // CommitResult is what WriteChunk and WriteSlices report.

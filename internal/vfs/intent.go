@@ -15,8 +15,8 @@ import (
 // rename, setxattr or removexattr — records its intent in the journal
 // before the engine commits it: for a create, with the number the new
 // inode gets (meta.MknodRequest.Reserved, never handed out twice); for a
-// rename or an exchange, with the inode the old name holds, read first
-// (one engine read more, on a supervised mount only). The adaptor records
+// rename or an exchange, with the inode the old name holds, which the
+// engine tells inside its transaction (meta.RenameRequest.Moving). The adaptor records
 // the outcome after (package journal, replies.go). A successor that finds
 // the intent and no outcome asks the volume instead of running the
 // request blind a second time (package fusefs, committed.go).
@@ -80,20 +80,15 @@ func (fs *FS) reserve(ctx context.Context) func(meta.Ino) {
 	return func(ino meta.Ino) { fs.intend(ctx, ino) }
 }
 
-// intendRename records a rename's intent, naming the inode the old name
-// holds (read first: an exchange moves it to the new name as a rename
-// does, so a new name holding it tells a committed rename). A missing old
-// name is the rename's own error.
-func (fs *FS) intendRename(ctx context.Context, req meta.RenameRequest) error {
+// moving returns the RenameRequest.Moving of a rename answering the
+// request of ctx: it records the intent with the inode the old name
+// holds, which a committed rename (or exchange) leaves at the new name
+// (nil without a journal or a request).
+func (fs *FS) moving(ctx context.Context) func(meta.Ino) {
 	if fs.journal == nil || requestOf(ctx) == 0 {
 		return nil
 	}
-	e, err := fs.engine.Lookup(ctx, req.OldParent, req.OldName)
-	if err != nil {
-		return err
-	}
-	fs.intend(ctx, e.Ino)
-	return nil
+	return func(ino meta.Ino) { fs.intend(ctx, ino) }
 }
 
 // intendXattr records the intent of a setxattr or removexattr of name,

@@ -69,9 +69,7 @@ func (fs *FS) Rmdir(ctx context.Context, parent meta.Ino, name string) error {
 
 // Rename moves or exchanges names, as rename(2) and renameat2(2).
 func (fs *FS) Rename(ctx context.Context, req meta.RenameRequest) error {
-	if err := fs.intendRename(ctx, req); err != nil {
-		return err
-	}
+	req.Moving = fs.moving(ctx)
 	r, err := fs.engine.Rename(ctx, req)
 	if err := committed(ctx, err); err != nil {
 		return err

@@ -243,6 +243,35 @@ func TestReservedNumber(t *testing.T) {
 	}
 }
 
+// TestMovingInode: RenameRequest.Moving is told the inode the old name
+// holds, for a rename and an exchange alike, and not at all when the old
+// name is missing.
+func TestMovingInode(t *testing.T) {
+	e, _, ctx := newTestEngine(t)
+	a, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "a", Type: meta.TypeFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.Mknod(ctx, meta.MknodRequest{Parent: meta.RootIno, Name: "b", Type: meta.TypeFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []meta.Ino
+	moving := func(ino meta.Ino) { told = append(told, ino) }
+	if _, err := e.Rename(ctx, meta.RenameRequest{OldParent: meta.RootIno, OldName: "a", NewParent: meta.RootIno, NewName: "b",
+		Flags: meta.RenameExchange, Moving: moving}); err != nil || len(told) != 1 || told[0] != a.Ino {
+		t.Fatalf("exchange: %v, told %v, want [%d]", err, told, a.Ino)
+	}
+	if _, err := e.Rename(ctx, meta.RenameRequest{OldParent: meta.RootIno, OldName: "a", NewParent: meta.RootIno, NewName: "c",
+		Moving: moving}); err != nil || len(told) != 2 || told[1] != b.Ino {
+		t.Fatalf("rename: %v, told %v, want [%d %d]", err, told, a.Ino, b.Ino)
+	}
+	if _, err := e.Rename(ctx, meta.RenameRequest{OldParent: meta.RootIno, OldName: "gone", NewParent: meta.RootIno, NewName: "d",
+		Moving: moving}); err == nil || len(told) != 2 {
+		t.Fatalf("rename of a missing name: %v, told %v", err, told)
+	}
+}
+
 func TestAttrRoundTrip(t *testing.T) {
 	a := meta.Attr{Type: meta.TypeDir, Mode: 0o7755, Uid: 1, Gid: 2, Atime: -3, Mtime: 4, Ctime: 5,
 		Nlink: 6, Length: 1 << 40, Rdev: 8, Parent: 9}

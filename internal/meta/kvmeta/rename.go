@@ -62,6 +62,9 @@ func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
 	if err != nil {
 		return meta.Removed{}, err
 	}
+	if req.Moving != nil {
+		req.Moving(src.ino)
+	}
 	if src.ino == dst.ino {
 		// The same inode under both names: nothing to do, as rename(2)
 		// says, except that NOREPLACE still sees a taken name.
