@@ -9,17 +9,7 @@ import (
 )
 
 func TestRecoverStateAndLiveWrites(t *testing.T) {
-	dir := t.TempDir()
-	j, err := Create(dir, State{}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, j, must := newTestJournal(t)
 	must2 := func(_ uint64, err error) { t.Helper(); must(err) }
 	must(j.Session(7))
 	must(j.Open(1, Handle{Ino: 100, Flags: 2, Tracked: true}))
@@ -169,5 +159,22 @@ func TestAcquireAfterUnlock(t *testing.T) {
 	defer second.Close()
 	if _, err := Acquire(dir, 100*time.Millisecond, nil); err == nil {
 		t.Fatal("a third owner took the lock the second holds (each locked another file)")
+	}
+}
+
+// newTestJournal creates a journal in a new directory, and a must that
+// fails t on an error.
+func newTestJournal(t *testing.T) (string, *Journal, func(error)) {
+	t.Helper()
+	dir := t.TempDir()
+	j, err := Create(dir, State{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, j, func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -9,21 +9,11 @@ import (
 )
 
 func TestRepliesRecovered(t *testing.T) {
-	dir := t.TempDir()
-	j, err := Create(dir, State{}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, j, must := newTestJournal(t)
 	must(j.Open(4, Handle{Ino: 100, Request: 10, DirectIO: true}))
 	must(j.Reply(12, []byte("entry")))
 	must(j.Reply(14, nil))
-	_, err = j.Append(100, 0, 16, []byte("appended"))
+	_, err := j.Append(100, 0, 16, []byte("appended"))
 	must(err)
 	must(j.Close())
 	st, err := Recover(dir)
@@ -56,17 +46,7 @@ func TestRepliesRecovered(t *testing.T) {
 // request follows it, replaced by the outcome once one does, and carried
 // by a successor's journal as an intent.
 func TestIntentsRecovered(t *testing.T) {
-	dir := t.TempDir()
-	j, err := Create(dir, State{}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, j, must := newTestJournal(t)
 	must(j.Intent(20, 777))
 	must(j.Intent(22, 0))
 	must(j.Reply(22, nil))

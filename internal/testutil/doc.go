@@ -16,6 +16,8 @@
 //     package's tests.
 //   - pagecache.go: Resident, the fraction of a file's pages in the page
 //     cache, for tests of what is kept in memory or read ahead.
+//   - errno.go: Errno, the errno an error carries, for comparing outcomes
+//     with a model's or the local disk's.
 //
 // Invariants: every mount started here is registered and unmounted by a
 // t.Cleanup; Main fails the run if one is still in /proc/self/mountinfo at
@@ -26,7 +28,8 @@
 //     process (for example as uid 65534 for permission tests, or as extra
 //     writer processes), dispatched by Main.
 //
-// Import rules: testutil imports only the standard library, never a Shoal
-// package, so it tests the binary the way a user runs it and any package's
-// tests may import it.
+// Import rules: testutil imports the standard library and one Shoal
+// package, rundir (where a mount keeps its pid file: a path convention,
+// not code under test), so it tests the binary the way a user runs it and
+// any package's tests may import it.
 package testutil

@@ -1,7 +1,6 @@
 package restart
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -158,7 +157,7 @@ func TestModelMatchesKernel(t *testing.T) {
 			t.Skipf("the local file system (%s) has no user xattrs: %v", root, err)
 		}
 		for i, o := range append(prelude, plan...) {
-			if got := o.run(root); errnoOf(got) != o.want {
+			if got := o.run(root); testutil.Errno(got) != o.want {
 				t.Fatalf("seed %d, op %d, %s: Linux says %s, the model %s", seed, i, o, errName(got), errName(o.want))
 			}
 		}
@@ -178,7 +177,7 @@ func runOps(m *testutil.Mount, ops []modelOp, tag string, done *strings.Builder,
 	for i, o := range ops {
 		got := o.run(m.Path())
 		fmt.Fprintf(done, "  %s%2d %s: want %s, got %s\n", tag, i, o, errName(o.want), errName(got))
-		if errnoOf(got) != o.want {
+		if testutil.Errno(got) != o.want {
 			fail("op %s%d, %s, returned %s, the model says %s\n%s\n%s", tag, i, o, errName(got), errName(o.want), done.String(), m.LogText())
 		}
 	}
@@ -363,17 +362,6 @@ func writeFile(path string, flags int, data string) error {
 	return f.Close()
 }
 
-func errnoOf(err error) syscall.Errno {
-	var e syscall.Errno
-	if err == nil {
-		return 0
-	}
-	if errors.As(err, &e) {
-		return e
-	}
-	return syscall.Errno(1 << 20) // no errno: never a prediction
-}
-
 func errName(err error) string {
 	if err == nil {
 		return "ok"
@@ -384,7 +372,7 @@ func errName(err error) string {
 		}
 		return unix.ErrnoName(e)
 	}
-	if e := errnoOf(err); e != 1<<20 {
+	if e := testutil.Errno(err); e != testutil.NotErrno {
 		return unix.ErrnoName(e)
 	}
 	return err.Error()

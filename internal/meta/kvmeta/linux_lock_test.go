@@ -15,6 +15,7 @@ import (
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv/memkv"
 	"shoal/internal/meta/kvmeta"
+	"shoal/internal/testutil"
 )
 
 // TestLinuxLocksDifferential compares the engine's fcntl lock semantics
@@ -92,7 +93,7 @@ func (ld *lockDiff) setlk(rt *rapid.T) {
 		local = syscall.EAGAIN // fcntl may report a conflict either way
 	}
 	engine := ld.e.Setlk(ld.ctx, ld.ino, uint64(owner+1), toLock(typ, start, n))
-	if errnoOf(local) != errnoOf(engine) {
+	if testutil.Errno(local) != testutil.Errno(engine) {
 		rt.Fatalf("setlk owner %d type %d [%d,+%d): linux %v, engine %v", owner, typ, start, n, local, engine)
 	}
 }

@@ -4,7 +4,6 @@ package kvmeta_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv/memkv"
 	"shoal/internal/meta/kvmeta"
+	"shoal/internal/testutil"
 )
 
 // TestLinuxDifferential runs random namespace operations (mkdir, create,
@@ -171,20 +171,9 @@ func (d *diff) local(path string) string { return filepath.Join(d.root, path) }
 
 // same requires both errors to carry the same errno.
 func same(rt *rapid.T, what string, local, engine error) {
-	if errnoOf(local) != errnoOf(engine) {
+	if testutil.Errno(local) != testutil.Errno(engine) {
 		rt.Fatalf("%s: linux %v, engine %v", what, local, engine)
 	}
-}
-
-func errnoOf(err error) syscall.Errno {
-	var e syscall.Errno
-	if err == nil {
-		return 0
-	}
-	if errors.As(err, &e) {
-		return e
-	}
-	return syscall.Errno(0xffff)
 }
 
 // mknod runs one create-like op on the engine.
