@@ -186,7 +186,10 @@
 // invalidation is spent). This client's commits drop the old values of
 // what they wrote before they return; the values are read again, in a
 // batch, once the commit returned and Redis's invalidation came back, so
-// that a stat of what a mount just created is answered from the cache.
+// that a stat of what a mount just created is answered from the cache
+// (read, not taken from the commit: Redis names a key once per event-loop
+// turn, so the invalidation answering this commit's write may also stand
+// for another client's later write in the same turn; track.go).
 // A read that refreshes values without inserting them (a listing page)
 // drops them, so that the cache never answers with a value older than
 // one the kernel was told. Any doubt (a new connection, an unexpected

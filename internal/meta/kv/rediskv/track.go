@@ -47,6 +47,18 @@ import (
 // their invalidations come back the keys are read again, so that what this
 // mount just wrote is served from the cache a moment later (a stat of
 // every file just created).
+//
+// They are read, not taken from the commit, although the commit knows
+// them: Redis gathers broadcast invalidations by key over a whole
+// event-loop turn and names each key once (TestInvalidationsOfATurnCoalesce),
+// so the invalidation that answers this commit's write of a key may also
+// stand for another client's write of it later in the same turn. A value
+// inserted when "its" invalidation arrived would then hide that write
+// until the key changed again; counting invalidations cannot tell the two
+// cases apart. The read back is a read like any other, under the slot
+// guard, sent once the invalidation came back: a change after it is
+// invalidated after the guard was taken. It costs no FUSE request a round
+// trip (refetchLoop batches it off the request path).
 type tracker struct {
 	s        *Store
 	prefixes atomic.Pointer[[]string] // Redis key prefixes tracked; nil: off
