@@ -31,21 +31,27 @@ import (
 // committedEntry returns the entry a resent request made at parent/name,
 // if its intent is journaled without an outcome and the name holds the
 // inode it made or moved there: the one its intent named, or for a link
-// (linked not 0) the inode it links.
-func (fs *FS) committedEntry(c context.Context, h *fuse.InHeader, parent meta.Ino, name string, linked meta.Ino) (meta.Entry, bool) {
+// (linked not 0) the inode it links. A name that is missing or holds
+// another inode says the request did not commit (it is to run); any other
+// failure to read it is returned, since running the request blind could
+// undo it (an exchange) or fail it wrongly (EEXIST for a create).
+func (fs *FS) committedEntry(c context.Context, h *fuse.InHeader, parent meta.Ino, name string, linked meta.Ino) (meta.Entry, bool, error) {
 	ino, ok := fs.replies.begun(h)
 	if linked != 0 {
 		ino = linked
 	}
 	if !ok || ino == 0 {
-		return meta.Entry{}, false
+		return meta.Entry{}, false, nil
 	}
 	e, err := fs.vfs.Lookup(c, parent, name)
-	if err != nil || e.Ino != ino {
-		return meta.Entry{}, false
+	if errors.Is(err, syscall.ENOENT) || (err == nil && e.Ino != ino) {
+		return meta.Entry{}, false, nil
+	}
+	if err != nil {
+		return meta.Entry{}, false, err
 	}
 	fs.replies.noteCommitted(h)
-	return e, true
+	return e, true, nil
 }
 
 // committedXattr returns nil for the second run of a resent setxattr

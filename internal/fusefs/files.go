@@ -36,7 +36,10 @@ func (fs *FS) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out
 // first run made the file before the crash and left no handle recorded,
 // opens that file as the create would have (it is empty: no truncate).
 func (fs *FS) create(c context.Context, in *fuse.CreateIn, name string) (meta.Entry, vfs.OpenResult, error) {
-	e, ok := fs.committedEntry(c, &in.InHeader, meta.Ino(in.NodeId), name, 0)
+	e, ok, err := fs.committedEntry(c, &in.InHeader, meta.Ino(in.NodeId), name, 0)
+	if err != nil {
+		return meta.Entry{}, vfs.OpenResult{}, err
+	}
 	if !ok {
 		return fs.vfs.Create(c, meta.Ino(in.NodeId), name, in.Mode, in.Flags)
 	}

@@ -169,9 +169,8 @@ func (fs *FS) makeEntry(c context.Context, op int, h *fuse.InHeader, name string
 		return st
 	}
 	c, ch := fs.dirs.begin(fs.requestCtx(c, h, op), meta.Ino(h.NodeId))
-	e, ok := fs.committedEntry(c, h, meta.Ino(h.NodeId), name, linked)
-	var err error
-	if !ok {
+	e, ok, err := fs.committedEntry(c, h, meta.Ino(h.NodeId), name, linked)
+	if !ok && err == nil {
 		e, err = run(c)
 	}
 	ch.end(err == nil)
@@ -220,8 +219,8 @@ func (fs *FS) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName, newName
 		return st
 	}
 	c, ch := fs.dirs.begin(fs.requestCtx(ctx(h), h, opRename), meta.Ino(in.NodeId), meta.Ino(in.Newdir))
-	var err error
-	if _, ok := fs.committedEntry(c, h, meta.Ino(in.Newdir), newName, 0); !ok {
+	_, ok, err := fs.committedEntry(c, h, meta.Ino(in.Newdir), newName, 0)
+	if !ok && err == nil {
 		err = fs.vfs.Rename(c, meta.RenameRequest{
 			OldParent: meta.Ino(in.NodeId), OldName: oldName,
 			NewParent: meta.Ino(in.Newdir), NewName: newName, Flags: in.Flags,

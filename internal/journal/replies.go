@@ -23,8 +23,8 @@ import (
 // the volume commits in the engine before its reply can be recorded; a
 // process that dies in between leaves a change no record tells of. So
 // such a request first records its intent (Intent), with an inode number
-// that tells its effect — the number of the inode it will create (the
-// engine never hands a number out twice), the inode a rename moves — and
+// that tells its effect — the number of the inode it will create (which
+// the engine hands out to no other create), the inode a rename moves — and
 // its outcome after: the reply, or its failure (the adaptor encodes both
 // in Reply's data). A successor that finds only the intent knows the
 // request began and not whether it committed; the adaptor finds out from
@@ -41,8 +41,10 @@ import (
 // ReplyKeep requests in flight at once, one per blocked thread. An
 // intent is kept apart, until its request's outcome is recorded (a reply,
 // or a create's open record): its request may run for seconds while the
-// engine retries. A new segment's checkpoint carries both, so the journal
-// stays bounded (about 0.6 MiB of replies at most), and Recover returns
+// engine retries; at most IntentKeep are kept (only requests that never
+// answer leave theirs). A new segment's checkpoint carries both, so the
+// journal stays bounded (about 0.6 MiB of replies and, in the worst case,
+// 1.6 MiB of intents), and Recover returns
 // them (State.Replies); a successor carries them into its own journal,
 // for its own successor in case it dies before answering the resends.
 
@@ -69,10 +71,12 @@ func (j *Journal) Reply(request uint64, data []byte) error {
 	return j.append(kindReply, replyPayload(request, Reply{Data: data}), nil)
 }
 
-// Intent records that request is about to change the volume, creating
-// inode ino if it is not 0, before it does; its reply or failure is
-// recorded after (Reply). A successor uses it to tell a request that
-// committed from one that did not when the process died in between.
+// Intent records that request is about to change the volume, before it
+// does; ino (0: none) is the inode that will tell its effect: the one it
+// creates, or the one a rename moves. Its outcome settles it: a reply or
+// failure (Reply), or a create's open record (Open with Handle.Request).
+// A successor uses it to tell a request that committed from one that did
+// not when the process died in between.
 func (j *Journal) Intent(request, ino uint64) error {
 	return j.append(kindIntent, u64s(request, ino), nil)
 }

@@ -196,3 +196,41 @@ func BenchmarkIntent(b *testing.B) {
 		}
 	}
 }
+
+// TestIntentSetBound: past IntentKeep unsettled intents the oldest goes,
+// a settled one leaves no trace, and one settled then recorded again is
+// listed once.
+func TestIntentSetBound(t *testing.T) {
+	var s intentSet
+	for req := uint64(1); req <= IntentKeep+10; req++ {
+		s.add(req, req*10)
+	}
+	if len(s.ino) != IntentKeep {
+		t.Fatalf("%d intents kept, want %d", len(s.ino), IntentKeep)
+	}
+	if _, ok := s.ino[10]; ok {
+		t.Fatal("intent 10 kept past the bound")
+	}
+	if ino := s.ino[IntentKeep+10]; ino != (IntentKeep+10)*10 {
+		t.Fatalf("the latest intent names %d", ino)
+	}
+	s.settle(20)
+	s.add(20, 21)
+	s.settle(30)
+	n, seen20 := 0, 0
+	s.each(func(req, ino uint64) {
+		n++
+		if req == 30 {
+			t.Fatal("settled intent 30 listed")
+		}
+		if req == 20 {
+			seen20++
+			if ino != 21 {
+				t.Fatalf("intent 20 names %d, want 21", ino)
+			}
+		}
+	})
+	if n != len(s.ino) || seen20 != 1 {
+		t.Fatalf("each listed %d (intent 20: %d times), want %d and once", n, seen20, len(s.ino))
+	}
+}

@@ -209,9 +209,10 @@ type RenameRequest struct {
 	NewName   string
 	Flags     uint32
 	// Moving, if set, is called with the inode the old name holds before
-	// anything is committed (again if the engine runs the rename again:
-	// the last call names the inode it moves). A caller that must tell
-	// after a crash whether its rename committed records it: the new
+	// anything is committed, when the rename is to move it (not when both
+	// names hold the same inode); again if the engine runs the rename
+	// again: the last call names the inode it moves. A caller that must
+	// tell after a crash whether its rename committed records it: the new
 	// name then holds it.
 	Moving func(Ino)
 }

@@ -14,7 +14,8 @@ import (
 // names or xattrs — a create, mknod, mkdir, symlink, link, unlink, rmdir,
 // rename, setxattr or removexattr — records its intent in the journal
 // before the engine commits it: for a create, with the number the new
-// inode gets (meta.MknodRequest.Reserved, never handed out twice); for a
+// inode gets (meta.MknodRequest.Reserved: not handed out again while an
+// intent naming it could match); for a
 // rename or an exchange, with the inode the old name holds, which the
 // engine tells inside its transaction (meta.RenameRequest.Moving). The adaptor records
 // the outcome after (package journal, replies.go). A successor that finds

@@ -62,9 +62,6 @@ func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
 	if err != nil {
 		return meta.Removed{}, err
 	}
-	if req.Moving != nil {
-		req.Moving(src.ino)
-	}
 	if src.ino == dst.ino {
 		// The same inode under both names: nothing to do, as rename(2)
 		// says, except that NOREPLACE still sees a taken name.
@@ -72,6 +69,11 @@ func (t *txn) rename(req meta.RenameRequest) (meta.Removed, error) {
 			return meta.Removed{}, syscall.EEXIST
 		}
 		return meta.Removed{}, nil
+	}
+	// A rename that moves something: its caller records which inode (a
+	// same-inode rename commits nothing, and runs again harmlessly).
+	if req.Moving != nil {
+		req.Moving(src.ino)
 	}
 	if err := t.refuseTrashRename(req.Flags, src, dst); err != nil {
 		return meta.Removed{}, err
