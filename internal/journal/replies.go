@@ -2,6 +2,8 @@ package journal
 
 import (
 	"encoding/binary"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -165,48 +167,27 @@ const IntentKeep = 1 << 16
 // apart from the replies: however many requests are answered while one
 // runs (an engine call may retry for seconds), its intent stays. An
 // outcome settles it: a reply record, or for a create its handle's open
-// record.
+// record. Request ids grow with every request of a connection, so the
+// oldest intent is the one with the lowest id.
 type intentSet struct {
-	order []uint64          // request ids in the order added, settled ones too until compacted
-	ino   map[uint64]uint64 // unsettled: request → the inode the intent named
+	ino map[uint64]uint64 // request → the inode the intent named
 }
 
 func (s *intentSet) add(request, ino uint64) {
 	if s.ino == nil {
 		s.ino = map[uint64]uint64{}
 	}
-	if _, ok := s.ino[request]; !ok {
-		s.order = append(s.order, request)
-	}
 	s.ino[request] = ino
-	for len(s.ino) > IntentKeep {
-		delete(s.ino, s.order[0])
-		s.order = s.order[1:]
-	}
-	if len(s.order) > 2*len(s.ino)+64 {
-		live := s.order[:0:0]
-		for _, r := range s.order {
-			if _, ok := s.ino[r]; ok {
-				live = append(live, r)
-			}
-		}
-		s.order = live
+	if len(s.ino) > IntentKeep { // never in use: a scan is cheap enough
+		delete(s.ino, slices.Min(slices.Collect(maps.Keys(s.ino))))
 	}
 }
 
-func (s *intentSet) settle(request uint64) {
-	if len(s.ino) > 0 {
-		delete(s.ino, request)
-	}
-}
+func (s *intentSet) settle(request uint64) { delete(s.ino, request) }
 
 // each calls fn for every unsettled intent, oldest first.
 func (s *intentSet) each(fn func(request, ino uint64)) {
-	seen := make(map[uint64]bool, len(s.ino))
-	for _, r := range s.order {
-		if ino, ok := s.ino[r]; ok && !seen[r] {
-			seen[r] = true
-			fn(r, ino)
-		}
+	for _, r := range slices.Sorted(maps.Keys(s.ino)) {
+		fn(r, s.ino[r])
 	}
 }
