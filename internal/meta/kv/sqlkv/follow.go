@@ -3,7 +3,9 @@ package sqlkv
 import (
 	"bytes"
 	"context"
+	"time"
 
+	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
 )
 
@@ -31,6 +33,17 @@ const pgReadFollow = "SELECT k, v FROM shoal_kv WHERE k = ANY(?::bytea[]) " +
 // network, nothing to save.
 func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (vals [][]byte, from, next, nextVal []byte, err error) {
 	if !s.batching {
+		var before uint32
+		var counted bool
+		if s.lite != nil {
+			if c := meta.CachedOf(ctx); c != nil {
+				if vals, from, next, nextVal, ok := s.lite.read(f, keys); ok {
+					c.Served(time.Now())
+					return vals, from, next, nextVal, nil
+				}
+			}
+			before, counted = s.lite.counter()
+		}
 		err = s.View(ctx, func(ktx kv.Tx) error {
 			var err error
 			if vals, err = kv.GetMany(ktx, keys); err != nil || f == nil {
@@ -44,6 +57,10 @@ func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (v
 			}
 			return err
 		})
+		if err == nil && counted {
+			after, ok := s.lite.counter()
+			s.lite.fill(before, after, ok, readMap(f, keys, vals, from, next, nextVal))
+		}
 		return vals, from, next, nextVal, err
 	}
 	if s.closed.Load() {
@@ -70,19 +87,24 @@ func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (v
 	}
 	vals, from, next, nextVal = followValues(rows, f, keys)
 	if s.guesses != nil {
-		read := make(map[string][]byte, len(keys)+2)
-		for j, k := range keys {
-			read[string(k)] = vals[j]
-		}
-		if f != nil {
-			read[string(f.From)] = from
-			if next != nil {
-				read[string(next)] = nextVal
-			}
-		}
-		s.guesses.note(read)
+		s.guesses.note(readMap(f, keys, vals, from, next, nextVal))
 	}
 	return vals, from, next, nextVal, nil
+}
+
+// readMap returns what a ReadFollow read, by key (nil: absent).
+func readMap(f *kv.Follow, keys, vals [][]byte, from, next, nextVal []byte) map[string][]byte {
+	read := make(map[string][]byte, len(keys)+2)
+	for j, k := range keys {
+		read[string(k)] = vals[j]
+	}
+	if f != nil {
+		read[string(f.From)] = from
+		if next != nil {
+			read[string(next)] = nextVal
+		}
+	}
+	return read
 }
 
 // followValues picks from rows (k, v) read by stmtReadFollow (or

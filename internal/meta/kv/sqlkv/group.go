@@ -167,8 +167,12 @@ func (s *Store) runGroup(batch []*member, outcomes []outcome) {
 		return // each member begins (and reports failing to) alone
 	}
 	defer c.rollback()
+	var lw *liteWrites
+	if s.lite != nil {
+		lw = s.lite.begin()
+	}
 	lt, ok := c.(*liteTx)
-	if !ok || !s.runMembers(lt, batch, outcomes) || lt.lc.c.AutoCommit() || c.commit() != nil {
+	if !ok || !s.runMembers(lt, batch, outcomes, lw) || lt.lc.c.AutoCommit() || c.commit() != nil {
 		// Nothing committed. (SQLite rolls the whole transaction back
 		// after some errors, a full disk or an I/O error: AutoCommit.)
 		for i := range outcomes {
@@ -178,6 +182,9 @@ func (s *Store) runGroup(batch []*member, outcomes []outcome) {
 		}
 		return
 	}
+	if lw != nil {
+		s.lite.committed(lw)
+	}
 	for _, o := range outcomes {
 		if o.kind == outcomeCommitted {
 			s.group.grouped.Add(1)
@@ -186,9 +193,10 @@ func (s *Store) runGroup(batch []*member, outcomes []outcome) {
 }
 
 // runMembers runs each member in a savepoint, marking the ones whose fn
-// succeeded committed (provisionally: the caller commits). It reports
-// false when a member committed none or a savepoint statement failed.
-func (s *Store) runMembers(lt *liteTx, batch []*member, outcomes []outcome) bool {
+// succeeded committed (provisionally: the caller commits), adding their
+// writes to lw (nil: no cache). It reports false when a member committed
+// none or a savepoint statement failed.
+func (s *Store) runMembers(lt *liteTx, batch []*member, outcomes []outcome, lw *liteWrites) bool {
 	committed := 0
 	for i, m := range batch {
 		if m.ctx.Err() != nil {
@@ -198,10 +206,16 @@ func (s *Store) runMembers(lt *liteTx, batch []*member, outcomes []outcome) bool
 			return false
 		}
 		t := &tx{ctx: m.ctx, c: lt, real: true}
+		if lw != nil {
+			t.lite, t.lw = s.lite, &liteWrites{m: map[string]liteValue{}}
+		}
 		ok, panicked, value := runMember(m.fn, t)
 		if ok {
 			if lt.lc.group(groupRelease) != nil {
 				return false
+			}
+			if lw != nil {
+				lw.merge(t.lw)
 			}
 			outcomes[i].kind = outcomeCommitted
 			committed++

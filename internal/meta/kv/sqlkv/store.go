@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
 )
 
@@ -42,6 +43,7 @@ type Store struct {
 	batching     bool       // the dialect buffers writes (batch.go)
 	guesses      *guesses   // Txns guess reads (guess.go); nil: they do not
 	group        *committer // Txns commit in groups (group.go); nil: they do not
+	lite         *liteCache // SQLite's cache (litecache.go); nil: none
 }
 
 var (
@@ -50,12 +52,17 @@ var (
 	_ kv.Cacher   = (*Store)(nil)
 
 	_ kv.AbsentGuesser = (*Store)(nil)
+	_ kv.AbsentKnower  = (*Store)(nil)
 )
 
-// CacheKeys implements kv.Cacher: on PostgreSQL, only keys under
-// prefixes are guessed (guess.go). Nothing is answered from memory
-// without the database: CachedReads stays 0.
+// CacheKeys implements kv.Cacher: on SQLite, the keys under prefixes are
+// kept (litecache.go) and lookups and getattrs answered from there while
+// no other process has committed; on PostgreSQL they are only guessed
+// (guess.go), and nothing is answered from memory without the database.
 func (s *Store) CacheKeys(prefixes ...[]byte) {
+	if s.lite != nil {
+		s.lite.setPrefixes(prefixes)
+	}
 	if s.guesses == nil {
 		return
 	}
@@ -85,7 +92,23 @@ func (s *Store) GuessAbsent(prefixes ...[]byte) {
 }
 
 // CachedReads implements kv.Cacher.
-func (s *Store) CachedReads() int64 { return 0 }
+func (s *Store) CachedReads() int64 {
+	if s.lite == nil {
+		return 0
+	}
+	return s.lite.served.Load()
+}
+
+// KnownAbsent implements kv.AbsentKnower: on SQLite, for a read that
+// allows it, a key the cache knows absent now (litecache.go).
+func (s *Store) KnownAbsent(ctx context.Context, key []byte) bool {
+	c := meta.CachedOf(ctx)
+	if c == nil || s.lite == nil || !s.lite.knownAbsent(key) {
+		return false
+	}
+	c.Served(time.Now())
+	return true
+}
 
 // Open opens (creating the schema if needed) the store a META-URL names:
 //
@@ -191,6 +214,9 @@ func (s *Store) init(ctx context.Context) error {
 	}
 	if _, ok := s.pool.(*litePool); ok {
 		s.group = &committer{}
+		if d, ok := s.dialect.(*sqliteDialect); ok {
+			s.lite = newLiteCache(d.path)
+		}
 	}
 	return nil
 }
@@ -235,6 +261,17 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, errClosed
 	}
+	var before uint32
+	var counted bool
+	if s.lite != nil {
+		if c := meta.CachedOf(ctx); c != nil {
+			if vals, _, _, _, ok := s.lite.read(nil, [][]byte{key}); ok {
+				c.Served(time.Now())
+				return vals[0], nil
+			}
+		}
+		before, counted = s.lite.counter()
+	}
 	var v []byte
 	err := kv.Retry(ctx, "sqlkv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
 		var err error
@@ -249,6 +286,10 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 	if err == nil && s.guesses != nil {
 		s.guesses.note(map[string][]byte{string(key): v})
 	}
+	if err == nil && counted {
+		after, ok := s.lite.counter()
+		s.lite.fill(before, after, ok, map[string][]byte{string(key): v})
+	}
 	return v, err
 }
 
@@ -260,6 +301,9 @@ func (s *Store) Name() string { return s.name }
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return errClosed
+	}
+	if s.lite != nil {
+		defer s.lite.close()
 	}
 	if err := s.pool.close(); err != nil {
 		return fmt.Errorf("sqlkv: %s: close: %w", s.name, err)

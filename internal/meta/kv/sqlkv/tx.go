@@ -51,6 +51,11 @@ type tx struct {
 	guardSent bool
 	read      map[string][]byte
 	written   map[string]pendingWrite
+
+	// The SQLite cache (litecache.go): in a write transaction, lw records
+	// what it changed, for lite once it commits.
+	lite *liteCache
+	lw   *liteWrites
 }
 
 var _ kv.Tx = (*tx)(nil)
@@ -129,6 +134,14 @@ func (t *tx) write(i int, key []byte, value ...[]byte) {
 	}
 	if err := t.c.exec(i, args...); err != nil {
 		t.fail(err)
+		return
+	}
+	if t.lw != nil {
+		var v []byte
+		if len(value) > 0 {
+			v = value[0]
+		}
+		t.lite.set(t.lw, key, v, i != stmtDelete)
 	}
 }
 

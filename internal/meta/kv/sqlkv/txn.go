@@ -71,6 +71,9 @@ func (s *Store) attemptOnce(ctx context.Context, m mode, fn func(kv.Tx) error, g
 	if m == modeWrite {
 		t.guesses = s.guesses // nil unless the store guesses
 	}
+	if m != modeRead && s.lite != nil {
+		t.lite, t.lw = s.lite, s.lite.begin()
+	}
 	fnErr := fn(t)
 	if fnErr == nil {
 		_ = t.flush() // an error is kept in t.err
@@ -83,6 +86,9 @@ func (s *Store) attemptOnce(ctx context.Context, m mode, fn func(kv.Tx) error, g
 			return s.commitFailed(err)
 		}
 		t.settle(true)
+		if t.lw != nil {
+			s.lite.committed(t.lw)
+		}
 		return kv.Fatal, nil
 	}
 	if t.settle(false, t.err, fnErr) != nil {

@@ -1,0 +1,348 @@
+package sqlkv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"shoal/internal/meta/kv"
+)
+
+// The SQLite cache (kv.Cacher, kv.AbsentKnower). A lookup or getattr
+// through SQLite is a read transaction on a reader connection, and every
+// commit in between makes SQLite drop that connection's page cache: some
+// 30-40 µs of cgo and WAL reads for three keys, where the cache answers
+// in one pread. It holds values of the keys kvmeta names (attributes and
+// entries) as of one commit of the database, and answers only reads
+// whose context carries a meta.Cached (kv.Cacher's rule), only while no
+// commit it does not know has happened since: exact, not a fraction of a
+// second old.
+//
+// How it knows: SQLite's WAL index (the -shm file every connection to
+// the database maps, in every process) begins with a header whose
+// iChange counter every committing transaction raises by one
+// (sqlite.org/walformat.html); a commit is visible to readers only once
+// the header says so. The cache holds the database's state at counter
+// value at, and
+//
+//   - a read first reads the counter (a pread of the header) and is
+//     answered only if it is at, else the cache empties (an empty cache
+//     is the state at any value) and the read goes to the database;
+//   - a value read from the database is kept only if the counter was
+//     the same before the read transaction began and after it ended (so
+//     the snapshot was that state) and is still at (or the cache, empty,
+//     moves to it);
+//   - this process's own commits hold SQLite's one write lock from BEGIN
+//     IMMEDIATE to COMMIT, so the counter read inside the transaction
+//     (hb) is the state it started from, and one read after COMMIT that
+//     is hb+1 means no other commit happened in between: the cache, if
+//     it was at hb (or a reader already moved it to hb+1), takes the
+//     transaction's writes and moves to hb+1. Anything else (another
+//     process committed, the header could not be read) empties it.
+//
+// So another mount of the same database file (another process) changes
+// nothing unseen: its first commit empties this cache at the next read.
+// A new directory's entries are known absent from its creation (kv.
+// FreshPrefix) until the cache empties, so the lookups before the creates
+// in it need no read. The cache empties when it reaches liteMax values.
+
+// walIndexVersion is the WAL index header's iVersion.
+const walIndexVersion = 3007000
+
+// liteMax bounds the values held; reaching it empties the cache.
+var liteMax = 1 << 18 // a variable for tests
+
+// freshMax bounds the fresh prefixes held; reaching it forgets them.
+const freshMax = 1 << 12
+
+// liteCache is a Store's SQLite cache.
+type liteCache struct {
+	shm      *os.File // the -shm file, read-only
+	prefixes atomic.Pointer[[][]byte]
+	served   atomic.Int64
+
+	mu    sync.Mutex
+	at    uint32 // the counter value m and fresh are the state at
+	valid bool   // at means something
+	m     map[string]liteValue
+	fresh map[string]struct{} // prefixes with no key but those in m
+	lens  []int               // the lengths of fresh's prefixes
+}
+
+// liteValue is a cached value; absent keys are held too.
+type liteValue struct {
+	v       []byte // never modified once stored
+	present bool
+}
+
+// newLiteCache opens the WAL index of the database at path; nil if
+// there is none (the database is not in WAL mode).
+func newLiteCache(path string) *liteCache {
+	f, err := os.Open(path + "-shm")
+	if err != nil {
+		return nil
+	}
+	c := &liteCache{shm: f, m: map[string]liteValue{}}
+	if _, ok := c.counter(); !ok {
+		_ = f.Close()
+		return nil
+	}
+	return c
+}
+
+// close releases the -shm file.
+func (c *liteCache) close() { _ = c.shm.Close() }
+
+// counter reads the WAL index header's change counter (the first of its
+// two copies, which a commit writes last). false: unreadable, or a header
+// being rebuilt.
+func (c *liteCache) counter() (uint32, bool) {
+	var h [16]byte
+	if n, _ := c.shm.ReadAt(h[:], 0); n < len(h) {
+		return 0, false
+	}
+	if binary.NativeEndian.Uint32(h[0:]) != walIndexVersion || h[12] != 1 {
+		return 0, false
+	}
+	return binary.NativeEndian.Uint32(h[8:]), true
+}
+
+// setPrefixes names the keys kept.
+func (c *liteCache) setPrefixes(prefixes [][]byte) {
+	ps := make([][]byte, len(prefixes))
+	for i, p := range prefixes {
+		ps[i] = slices.Clone(p)
+	}
+	c.prefixes.Store(&ps)
+	c.mu.Lock()
+	c.emptyAt(c.at, c.valid)
+	c.mu.Unlock()
+}
+
+// worth says whether key is one the cache keeps.
+func (c *liteCache) worth(key []byte) bool {
+	ps := c.prefixes.Load()
+	if ps == nil {
+		return false
+	}
+	for _, p := range *ps {
+		if bytes.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyAt empties the cache, which is then the state at n (if ok).
+func (c *liteCache) emptyAt(n uint32, ok bool) {
+	clear(c.m)
+	c.fresh, c.lens = nil, nil
+	c.at, c.valid = n, ok
+}
+
+// current says, with c.mu held, whether the cache is the database's
+// state now, emptying it if it is not.
+func (c *liteCache) current() bool {
+	n, ok := c.counter()
+	if ok && c.valid && n == c.at {
+		return true
+	}
+	if c.valid || len(c.m) > 0 {
+		c.emptyAt(n, ok)
+	}
+	return false
+}
+
+// get answers key from the cache with c.mu held: its value (nil when
+// absent) and whether the cache knows it.
+func (c *liteCache) get(key []byte) ([]byte, bool) {
+	if lv, ok := c.m[string(key)]; ok {
+		if !lv.present {
+			return nil, true
+		}
+		return append([]byte{}, lv.v...), true
+	}
+	for _, n := range c.lens {
+		if len(key) >= n {
+			if _, ok := c.fresh[string(key[:n])]; ok {
+				return nil, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// addFresh notes prefixes under which no key exists but those in m.
+func (c *liteCache) addFresh(prefixes [][]byte) {
+	if len(prefixes) == 0 {
+		return
+	}
+	if len(c.fresh)+len(prefixes) > freshMax {
+		c.fresh, c.lens = nil, nil
+		return
+	}
+	if c.fresh == nil {
+		c.fresh = map[string]struct{}{}
+	}
+	for _, p := range prefixes {
+		c.fresh[string(p)] = struct{}{}
+		if !slices.Contains(c.lens, len(p)) {
+			c.lens = append(c.lens, len(p))
+		}
+	}
+}
+
+// read answers keys and f (nil: none) as ReadFollow does, all from the
+// cache or not at all.
+func (c *liteCache) read(f *kv.Follow, keys [][]byte) (vals [][]byte, from, next, nextVal []byte, ok bool) {
+	for _, k := range keys {
+		if !c.worth(k) {
+			return nil, nil, nil, nil, false
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.current() {
+		return nil, nil, nil, nil, false
+	}
+	vals = make([][]byte, len(keys))
+	for i, k := range keys {
+		if vals[i], ok = c.get(k); !ok {
+			return nil, nil, nil, nil, false
+		}
+	}
+	if f != nil {
+		if from, ok = c.get(f.From); !ok {
+			return nil, nil, nil, nil, false
+		}
+		if next = f.Key(from); next != nil {
+			if nextVal, ok = c.get(next); !ok {
+				return nil, nil, nil, nil, false
+			}
+		}
+	}
+	c.served.Add(1)
+	return vals, from, next, nextVal, true
+}
+
+// knownAbsent says whether the cache knows key absent now.
+func (c *liteCache) knownAbsent(key []byte) bool {
+	if !c.worth(key) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.current() {
+		return false
+	}
+	v, ok := c.get(key)
+	if ok && v == nil {
+		c.served.Add(1)
+		return true
+	}
+	return false
+}
+
+// fill keeps values read in a transaction that began when the counter
+// read before and ended when it read after (both ok): only if the two
+// are the same, and the cache is at that state or can move there.
+func (c *liteCache) fill(before, after uint32, ok bool, read map[string][]byte) {
+	if !ok || before != after {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.valid || c.at != before {
+		n, ok := c.counter()
+		if !ok || n != before {
+			return
+		}
+		c.emptyAt(n, true)
+	}
+	for k, v := range read {
+		if !c.worth([]byte(k)) {
+			continue
+		}
+		if len(c.m) >= liteMax {
+			c.emptyAt(c.at, true)
+		}
+		c.m[k] = liteValue{v: slices.Clone(v), present: v != nil}
+	}
+}
+
+// liteWrites is what one write transaction of this process changed.
+type liteWrites struct {
+	before uint32 // the counter inside the transaction
+	ok     bool   // before was read
+	wrote  bool   // any write at all, kept or not
+	m      map[string]liteValue
+	fresh  [][]byte
+}
+
+// begin starts recording a write transaction that holds the write lock.
+func (c *liteCache) begin() *liteWrites {
+	w := &liteWrites{m: map[string]liteValue{}}
+	w.before, w.ok = c.counter()
+	return w
+}
+
+// set records a Set (present) or Delete of key.
+func (c *liteCache) set(w *liteWrites, key, value []byte, present bool) {
+	w.wrote = true
+	if !c.worth(key) {
+		return
+	}
+	if !present {
+		value = nil
+	} else if value == nil {
+		value = []byte{}
+	}
+	w.m[string(key)] = liteValue{v: slices.Clone(value), present: present}
+}
+
+// merge adds the writes of a group member that committed to those of the
+// group (later ones win).
+func (w *liteWrites) merge(o *liteWrites) {
+	w.wrote = w.wrote || o.wrote
+	for k, v := range o.m {
+		w.m[k] = v
+	}
+	w.fresh = append(w.fresh, o.fresh...)
+}
+
+// committed applies a write transaction that committed.
+func (c *liteCache) committed(w *liteWrites) {
+	if !w.wrote {
+		return // COMMIT wrote no frame: the counter did not move
+	}
+	after, ok := c.counter()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mine := ok && w.ok && after == w.before+1 // no other commit in between
+	if !mine || !c.valid || (c.at != w.before && c.at != after) {
+		c.emptyAt(after, ok)
+		if !mine {
+			return
+		}
+	}
+	if len(c.m)+len(w.m) > liteMax {
+		c.emptyAt(after, true)
+	}
+	for k, v := range w.m {
+		c.m[k] = v
+	}
+	c.addFresh(w.fresh)
+	c.at = after
+}
+
+// FreshPrefix implements kv.FreshPrefixer: on SQLite, the cache knows
+// the keys under prefix absent from the commit on (but those written),
+// until it empties.
+func (t *tx) FreshPrefix(prefix []byte) {
+	if t.lw != nil && t.lite.worth(prefix) {
+		t.lw.fresh = append(t.lw.fresh, slices.Clone(prefix))
+	}
+}
