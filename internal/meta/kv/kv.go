@@ -171,11 +171,13 @@ func PrefetchScan(tx Tx, s ScanAhead, keys ...[]byte) error {
 // names the keys worth keeping, by prefix (kvmeta: an inode's attributes
 // and directory entries, what its lookups and getattrs read and its
 // changes read first). A store whose server invalidates what it keeps
-// (Redis's client-side caching) answers reads whose context carries a
-// meta.Cached from there, only with values known current a fraction of a
-// second ago, and reports their age there; one that only guesses
-// (PostgreSQL: a write transaction's reads, checked before it commits)
-// guesses only these keys and never answers a reader. It is optional.
+// (Redis's client-side caching), or that can tell that nothing changed
+// (SQLite's WAL index counts commits), answers reads whose context
+// carries a meta.Cached from there, only with values known current a
+// fraction of a second ago (SQLite: now), and reports their age there;
+// one that only guesses (PostgreSQL: a write transaction's reads,
+// checked before it commits) guesses only these keys and never answers
+// a reader. It is optional.
 type Cacher interface {
 	CacheKeys(prefixes ...[]byte)
 	// CachedReads counts the reads answered from the cache so far.
@@ -221,7 +223,7 @@ func GuessAbsent(s Store, prefixes ...[]byte) {
 // prefix under which no key exists before they commit (kvmeta: a new
 // directory's entries; inode numbers are never reused). A store that
 // keeps values on the client and is told of every change to them
-// (Redis's client-side cache) then knows, from the commit on, that every
+// (Redis's client-side cache, SQLite's) then knows, from the commit on, that every
 // key under the prefix is absent but those changed since, and may say so
 // (AbsentKnower). It is optional.
 type FreshPrefixer interface {

@@ -15,15 +15,17 @@
 // ReadChunk's attributes when the chunk cache holds the list
 // (Engine.viewAhead, kv.ViewAhead: one round trip on PostgreSQL); should
 // such a view read anything else, it runs again as a plain view, and only
-// that run counts. A store that keeps values on the client, invalidated by
-// its server (kv.Cacher: Redis), is asked to keep attributes and entries;
-// it answers from them only reads whose context carries a meta.Cached (a
-// mount's lookup and getattr), and says there how old the answer is.
-// Mknod of a directory tells the store that no entry of the new inode
-// exists yet (kv.FreshPrefix); a trusted Lookup asks the store first
-// whether the name is known absent (kv.KnownAbsent: Redis knows it for a
-// directory this client made, from its server's invalidations, within
-// the cache's bound) and answers ENOENT without a transaction if so.
+// that run counts. A store that keeps values on the client and learns of
+// every change to them (kv.Cacher: Redis from its server's invalidations,
+// SQLite from its WAL index's change counter) is asked to keep
+// attributes and entries; it answers from them only reads whose context
+// carries a meta.Cached (a mount's lookup and getattr), and says there
+// how old the answer is. Mknod of a directory tells the store that no
+// entry of the new inode exists yet (kv.FreshPrefix); a trusted Lookup
+// asks the store first whether the name is known absent (kv.KnownAbsent:
+// Redis and SQLite know it for a directory this client made, as long as
+// they saw every change since) and answers ENOENT without a transaction
+// if so.
 // Backends give serializable
 // transactions and retry conflicts by running the function again, so an
 // operation reads, checks the POSIX rules against what it read, and writes,

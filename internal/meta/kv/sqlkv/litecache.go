@@ -52,6 +52,10 @@ import (
 // walIndexVersion is the WAL index header's iVersion.
 const walIndexVersion = 3007000
 
+// liteAfterCommit, when set (tests), runs between a commit of this
+// process and the counter read after it.
+var liteAfterCommit func()
+
 // liteMax bounds the values held; reaching it empties the cache.
 var liteMax = 1 << 18 // a variable for tests
 
@@ -317,6 +321,9 @@ func (w *liteWrites) merge(o *liteWrites) {
 func (c *liteCache) committed(w *liteWrites) {
 	if !w.wrote {
 		return // COMMIT wrote no frame: the counter did not move
+	}
+	if liteAfterCommit != nil {
+		liteAfterCommit()
 	}
 	after, ok := c.counter()
 	c.mu.Lock()
