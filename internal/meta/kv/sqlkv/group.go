@@ -207,7 +207,8 @@ func (s *Store) runMembers(lt *liteTx, batch []*member, outcomes []outcome, lw *
 		}
 		t := &tx{ctx: m.ctx, c: lt, real: true}
 		if lw != nil {
-			t.lite, t.lw = s.lite, &liteWrites{m: map[string]liteValue{}}
+			t.lite, t.lg = s.lite, lw
+			t.lw = &liteWrites{before: lw.before, ok: lw.ok, m: map[string]liteValue{}}
 		}
 		ok, panicked, value := runMember(m.fn, t)
 		if ok {

@@ -277,6 +277,34 @@ func (c *liteCache) fill(before, after uint32, ok bool, read map[string][]byte) 
 	}
 }
 
+// inTxn answers a read of a write transaction w (lg: what the group
+// members before it wrote, or nil) without the database where it can:
+// from its own writes, the group's, or the cache if it is the state the
+// transaction began from (it holds the write lock: nothing else commits
+// meanwhile).
+func (c *liteCache) inTxn(w, lg *liteWrites, key []byte) ([]byte, bool) {
+	if !w.ok || !c.worth(key) {
+		return nil, false
+	}
+	for _, ws := range []*liteWrites{w, lg} {
+		if ws == nil {
+			continue
+		}
+		if lv, ok := ws.m[string(key)]; ok {
+			if !lv.present {
+				return nil, true
+			}
+			return append([]byte{}, lv.v...), true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.valid || c.at != w.before {
+		return nil, false
+	}
+	return c.get(key)
+}
+
 // liteWrites is what one write transaction of this process changed.
 type liteWrites struct {
 	before uint32 // the counter inside the transaction

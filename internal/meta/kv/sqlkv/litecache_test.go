@@ -95,6 +95,16 @@ func TestLiteCacheSeesOtherProcesses(t *testing.T) {
 	if got := cachedGet(t, a, "a1"); got != "two" { // now cached
 		t.Fatalf("a1 = %q, want two", got)
 	}
+	set(t, b, "a1", "three")
+	var inTxn []byte
+	err := a.Txn(context.Background(), func(tx kv.Tx) error {
+		var err error
+		inTxn, err = tx.Get([]byte("a1"))
+		return err
+	})
+	if err != nil || string(inTxn) != "three" {
+		t.Fatalf("a Txn after another store's write read a1 = %q, %v; want three", inTxn, err)
+	}
 	set(t, b, "a1", "")
 	if got := cachedGet(t, a, "a1"); got != "" {
 		t.Fatalf("after another store's delete a1 = %q, want absent", got)
@@ -175,8 +185,8 @@ func TestLiteCacheFresh(t *testing.T) {
 }
 
 // TestLiteCacheGroupFailedMember: the writes of a group member that
-// failed (rolled back to its savepoint) never reach the cache; those of
-// the members that committed do.
+// failed (rolled back to its savepoint) never reach the cache, nor the
+// reads of the members after it; those of the members that committed do.
 func TestLiteCacheGroupFailedMember(t *testing.T) {
 	_, ss := openLite(t, 1)
 	s := ss[0]
@@ -203,6 +213,7 @@ func TestLiteCacheGroupFailedMember(t *testing.T) {
 			t.Errorf("failing member: %v", err)
 		}
 	}()
+	queued(t, s, 1)
 	go func() {
 		defer wg.Done()
 		if err := s.Txn(ctx, func(tx kv.Tx) error { tx.Set([]byte("a2"), []byte("ok")); return nil }); err != nil {
@@ -210,8 +221,29 @@ func TestLiteCacheGroupFailedMember(t *testing.T) {
 		}
 	}()
 	queued(t, s, 2)
+	var seen string
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := s.Txn(ctx, func(tx kv.Tx) error {
+			v1, err1 := tx.Get([]byte("a1"))
+			v2, err2 := tx.Get([]byte("a2"))
+			seen = string(v1) + "," + string(v2)
+			return errors.Join(err1, err2)
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	queued(t, s, 3)
 	close(hold)
 	wg.Wait()
+	if seen != "0,ok" {
+		t.Fatalf("a member after them read a1,a2 = %s, want 0,ok", seen)
+	}
+	if s.group.grouped.Load() < 2 {
+		t.Fatalf("%d members committed in groups, want 2", s.group.grouped.Load())
+	}
 	if got := cachedGet(t, s, "a1"); got != "0" {
 		t.Fatalf("a1 = %q after a failed member set it, want 0", got)
 	}
@@ -245,7 +277,7 @@ func TestLiteCacheRandomized(t *testing.T) {
 		if rng.IntN(5) == 0 {
 			s = ss[1+rng.IntN(len(ss)-1)]
 		}
-		switch op := rng.IntN(10); {
+		switch op := rng.IntN(11); {
 		case op < 3:
 			n := 1 + rng.IntN(3)
 			var kvs []string
@@ -264,6 +296,25 @@ func TestLiteCacheRandomized(t *testing.T) {
 					model[kvs[j]] = kvs[j+1]
 				}
 			}
+		case op == 8:
+			// read, write what was read under another key, read it back
+			k, k2 := key(), key()
+			var got, back string
+			err := s.Txn(context.Background(), func(tx kv.Tx) error {
+				v, err := tx.Get([]byte(k))
+				got = string(v)
+				tx.Set([]byte(k2), append(v, '+'))
+				v, err2 := tx.Get([]byte(k2))
+				back = string(v)
+				return errors.Join(err, err2)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != model[k] || back != got+"+" {
+				t.Fatalf("op %d (seed %d): in a Txn %s = %q, want %q; %s read back %q", i, seed, k, got, model[k], k2, back)
+			}
+			model[k2] = got + "+"
 		case op == 3:
 			fresh++
 			p := fmt.Sprintf("e%d/", fresh+1)

@@ -53,9 +53,11 @@ type tx struct {
 	written   map[string]pendingWrite
 
 	// The SQLite cache (litecache.go): in a write transaction, lw records
-	// what it changed, for lite once it commits.
+	// what it changed, for lite once it commits, and lg is what the group
+	// members before it changed (nil outside a group).
 	lite *liteCache
 	lw   *liteWrites
+	lg   *liteWrites
 }
 
 var _ kv.Tx = (*tx)(nil)
@@ -75,6 +77,11 @@ func (t *tx) Get(key []byte) ([]byte, error) {
 	}
 	if t.guessing() {
 		if v, ok := t.guess(key); ok {
+			return v, nil
+		}
+	}
+	if t.lw != nil {
+		if v, ok := t.lite.inTxn(t.lw, t.lg, key); ok {
 			return v, nil
 		}
 	}
