@@ -62,6 +62,12 @@ var liteMax = 1 << 18 // a variable for tests
 // freshMax bounds the fresh prefixes held; reaching it forgets them.
 const freshMax = 1 << 12
 
+// liteTxnMax bounds the cached keys one write transaction (or group
+// member) records: one that writes more (a load, a big clone) empties
+// the cache when it commits instead of filling it, so that bulk writes
+// cost no memory.
+const liteTxnMax = 64
+
 // liteCache is a Store's SQLite cache.
 type liteCache struct {
 	shm      *os.File // the -shm file, read-only
@@ -283,7 +289,7 @@ func (c *liteCache) fill(before, after uint32, ok bool, read map[string][]byte) 
 // transaction began from (it holds the write lock: nothing else commits
 // meanwhile).
 func (c *liteCache) inTxn(w, lg *liteWrites, key []byte) ([]byte, bool) {
-	if !w.ok || !c.worth(key) {
+	if !w.ok || w.big || (lg != nil && lg.big) || !c.worth(key) {
 		return nil, false
 	}
 	for _, ws := range []*liteWrites{w, lg} {
@@ -310,6 +316,7 @@ type liteWrites struct {
 	before uint32 // the counter inside the transaction
 	ok     bool   // before was read
 	wrote  bool   // any write at all, kept or not
+	big    bool   // more than liteTxnMax cached keys: m and fresh dropped
 	m      map[string]liteValue
 	fresh  [][]byte
 }
@@ -324,7 +331,11 @@ func (c *liteCache) begin() *liteWrites {
 // set records a Set (present) or Delete of key.
 func (c *liteCache) set(w *liteWrites, key, value []byte, present bool) {
 	w.wrote = true
-	if !c.worth(key) {
+	if w.big || !c.worth(key) {
+		return
+	}
+	if _, ok := w.m[string(key)]; !ok && len(w.m) >= liteTxnMax {
+		w.big, w.m, w.fresh = true, nil, nil
 		return
 	}
 	if !present {
@@ -339,6 +350,10 @@ func (c *liteCache) set(w *liteWrites, key, value []byte, present bool) {
 // group (later ones win).
 func (w *liteWrites) merge(o *liteWrites) {
 	w.wrote = w.wrote || o.wrote
+	if w.big = w.big || o.big; w.big {
+		w.m, w.fresh = nil, nil
+		return
+	}
 	for k, v := range o.m {
 		w.m[k] = v
 	}
@@ -356,7 +371,7 @@ func (c *liteCache) committed(w *liteWrites) {
 	after, ok := c.counter()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	mine := ok && w.ok && after == w.before+1 // no other commit in between
+	mine := ok && w.ok && after == w.before+1 && !w.big // no other commit in between
 	if !mine || !c.valid || (c.at != w.before && c.at != after) {
 		c.emptyAt(after, ok)
 		if !mine {
@@ -377,7 +392,7 @@ func (c *liteCache) committed(w *liteWrites) {
 // the keys under prefix absent from the commit on (but those written),
 // until it empties.
 func (t *tx) FreshPrefix(prefix []byte) {
-	if t.lw != nil && t.lite.worth(prefix) {
+	if t.lw != nil && !t.lw.big && t.lite.worth(prefix) {
 		t.lw.fresh = append(t.lw.fresh, slices.Clone(prefix))
 	}
 }

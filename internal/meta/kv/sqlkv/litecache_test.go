@@ -429,6 +429,41 @@ func TestLiteCacheConcurrent(t *testing.T) {
 	t.Logf("%d reads, %d answered from the caches", reads, ss[0].CachedReads()+ss[1].CachedReads())
 }
 
+// TestLiteCacheBigTxn: a transaction that writes more than liteTxnMax
+// cached keys leaves the cache empty, not full of them, and reads its own
+// writes from the database.
+func TestLiteCacheBigTxn(t *testing.T) {
+	_, ss := openLite(t, 1)
+	s := ss[0]
+	set(t, s, "a-small", "1")
+	cachedGet(t, s, "a-small")
+	err := s.Txn(context.Background(), func(tx kv.Tx) error {
+		for i := range 2 * liteTxnMax {
+			k := []byte(fmt.Sprintf("a%d", i))
+			tx.Set(k, []byte(strconv.Itoa(i)))
+			if v, err := tx.Get(k); err != nil || string(v) != strconv.Itoa(i) {
+				return fmt.Errorf("read back %s = %q, %v", k, v, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.lite.mu.Lock()
+	n := len(s.lite.m)
+	s.lite.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d values cached after a big transaction, want none", n)
+	}
+	for _, k := range []string{"a-small", "a7", "a100"} {
+		want := map[string]string{"a-small": "1", "a7": "7", "a100": "100"}[k]
+		if got := cachedGet(t, s, k); got != want {
+			t.Fatalf("%s = %q, want %q", k, got, want)
+		}
+	}
+}
+
 // TestLiteCacheBound: reaching liteMax empties the cache, fresh prefixes
 // included, and answers stay right.
 func TestLiteCacheBound(t *testing.T) {
