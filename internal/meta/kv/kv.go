@@ -174,7 +174,8 @@ func PrefetchScan(tx Tx, s ScanAhead, keys ...[]byte) error {
 // (Redis's client-side caching), or that can tell that nothing changed
 // (SQLite's WAL index counts commits), answers reads whose context
 // carries a meta.Cached from there, only with values known current a
-// fraction of a second ago (SQLite: now), and reports their age there;
+// fraction of a second ago, and reports their age there (SQLite's are
+// current at the instant of the answer, so it answers any point read);
 // one that only guesses (PostgreSQL: a write transaction's reads,
 // checked before it commits) guesses only these keys and never answers
 // a reader. It is optional.
@@ -239,9 +240,10 @@ func FreshPrefix(tx Tx, prefix []byte) {
 }
 
 // AbsentKnower is implemented by stores that can tell, without a round
-// trip, that a key is absent: only for a read whose context carries a
-// meta.Cached, with Cacher's rules (an answer known current a fraction
-// of a second ago, whose instant is reported there). It is optional.
+// trip, that a key is absent: with Cacher's rules (Redis: only for a
+// read whose context carries a meta.Cached, an answer known current a
+// fraction of a second ago, whose instant is reported there; SQLite: any
+// read, the answer being current). It is optional.
 type AbsentKnower interface {
 	KnownAbsent(ctx context.Context, key []byte) bool
 }

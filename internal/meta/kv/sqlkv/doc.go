@@ -95,8 +95,8 @@
 // pool, not database/sql (pgpool.go).
 //
 // SQLite keeps the keys kvmeta names (kv.Cacher: attributes and entries)
-// in memory as of one commit of the database (litecache.go): a read that
-// allows it (a mount's lookup or getattr, meta.Cached) is answered from
+// in memory as of one commit of the database (litecache.go): a point
+// read (a lookup, getattr, open or a read's attributes) is answered from
 // there in one pread of the WAL index header, whose change counter every
 // commit of any process raises, instead of a read transaction (some
 // 30-40 µs: every commit makes SQLite drop a reader's page cache). The

@@ -3,9 +3,7 @@ package sqlkv
 import (
 	"bytes"
 	"context"
-	"time"
 
-	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
 )
 
@@ -36,11 +34,9 @@ func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (v
 		var before uint32
 		var counted bool
 		if s.lite != nil {
-			if c := meta.CachedOf(ctx); c != nil {
-				if vals, from, next, nextVal, ok := s.lite.read(f, keys); ok {
-					c.Served(time.Now())
-					return vals, from, next, nextVal, nil
-				}
+			if vals, from, next, nextVal, ok := s.lite.read(f, keys); ok {
+				served(ctx)
+				return vals, from, next, nextVal, nil
 			}
 			before, counted = s.lite.counter()
 		}

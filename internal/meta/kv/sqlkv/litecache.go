@@ -16,10 +16,11 @@ import (
 // commit in between makes SQLite drop that connection's page cache: some
 // 30-40 µs of cgo and WAL reads for three keys, where the cache answers
 // in one pread. It holds values of the keys kvmeta names (attributes and
-// entries) as of one commit of the database, and answers only reads
-// whose context carries a meta.Cached (kv.Cacher's rule), only while no
-// commit it does not know has happened since: exact, not a fraction of a
-// second old.
+// entries) as of one commit of the database, and answers point reads
+// (GetOne, ReadFollow, KnownAbsent) only while no commit it does not
+// know has happened since: exact, the database's state at the instant
+// of the answer, so any read may have it (an open's too, which must see
+// the last close anywhere; a meta.Cached is told the answer is current).
 //
 // How it knows: SQLite's WAL index (the -shm file every connection to
 // the database maps, in every process) begins with a header whose

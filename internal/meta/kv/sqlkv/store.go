@@ -56,8 +56,10 @@ var (
 )
 
 // CacheKeys implements kv.Cacher: on SQLite, the keys under prefixes are
-// kept (litecache.go) and lookups and getattrs answered from there while
-// no other process has committed; on PostgreSQL they are only guessed
+// kept (litecache.go) and point reads (GetOne, ReadFollow, KnownAbsent)
+// answered from there while no other process has committed: the answer
+// is the database's state at that instant, so it needs no meta.Cached
+// (an open may use it too); on PostgreSQL they are only guessed
 // (guess.go), and nothing is answered from memory without the database.
 func (s *Store) CacheKeys(prefixes ...[]byte) {
 	if s.lite != nil {
@@ -99,15 +101,22 @@ func (s *Store) CachedReads() int64 {
 	return s.lite.served.Load()
 }
 
-// KnownAbsent implements kv.AbsentKnower: on SQLite, for a read that
-// allows it, a key the cache knows absent now (litecache.go).
+// KnownAbsent implements kv.AbsentKnower: on SQLite, a key the cache
+// knows absent now (litecache.go).
 func (s *Store) KnownAbsent(ctx context.Context, key []byte) bool {
-	c := meta.CachedOf(ctx)
-	if c == nil || s.lite == nil || !s.lite.knownAbsent(key) {
+	if s.lite == nil || !s.lite.knownAbsent(key) {
 		return false
 	}
-	c.Served(time.Now())
+	served(ctx)
 	return true
+}
+
+// served tells a read's meta.Cached, if it has one, that the SQLite
+// cache answered it: its answer is current now.
+func served(ctx context.Context) {
+	if c := meta.CachedOf(ctx); c != nil {
+		c.Served(time.Now())
+	}
 }
 
 // Open opens (creating the schema if needed) the store a META-URL names:
@@ -264,11 +273,9 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 	var before uint32
 	var counted bool
 	if s.lite != nil {
-		if c := meta.CachedOf(ctx); c != nil {
-			if vals, _, _, _, ok := s.lite.read(nil, [][]byte{key}); ok {
-				c.Served(time.Now())
-				return vals[0], nil
-			}
+		if vals, _, _, _, ok := s.lite.read(nil, [][]byte{key}); ok {
+			served(ctx)
+			return vals[0], nil
 		}
 		before, counted = s.lite.counter()
 	}
