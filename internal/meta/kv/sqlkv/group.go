@@ -170,6 +170,7 @@ func (s *Store) runGroup(batch []*member, outcomes []outcome) {
 	var lw *liteWrites
 	if s.lite != nil {
 		lw = s.lite.begin()
+		defer s.lite.end()
 	}
 	lt, ok := c.(*liteTx)
 	if !ok || !s.runMembers(lt, batch, outcomes, lw) || lt.lc.c.AutoCommit() || c.commit() != nil {

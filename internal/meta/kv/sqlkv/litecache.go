@@ -42,7 +42,10 @@ import (
 //     is hb+1 means no other commit happened in between: the cache, if
 //     it was at hb (or a reader already moved it to hb+1), takes the
 //     transaction's writes and moves to hb+1. Anything else (another
-//     process committed, the header could not be read) empties it.
+//     process committed, the header could not be read) empties it. A
+//     read that finds the counter one past the cache while this process
+//     writes goes to the database but leaves the cache be: that commit
+//     may be this process's, about to be taken in.
 //
 // So another mount of the same database file (another process) changes
 // nothing unseen: its first commit empties this cache at the next read.
@@ -75,9 +78,10 @@ type liteCache struct {
 	prefixes atomic.Pointer[[][]byte]
 	served   atomic.Int64
 
-	mu    sync.Mutex
-	at    uint32 // the counter value m and fresh are the state at
-	valid bool   // at means something
+	mu      sync.Mutex
+	at      uint32 // the counter value m and fresh are the state at
+	valid   bool   // at means something
+	writing bool   // this process's write transaction runs (begin to end)
 	m     map[string]liteValue
 	fresh map[string]struct{} // prefixes with no key but those in m
 	lens  []int               // the lengths of fresh's prefixes
@@ -155,16 +159,28 @@ func (c *liteCache) emptyAt(n uint32, ok bool) {
 }
 
 // current says, with c.mu held, whether the cache is the database's
-// state now, emptying it if it is not.
+// state now, emptying it if it is not: unless this process's write
+// transaction may have made the one commit since, which committed is
+// about to apply (emptying here would drop the fresh prefixes of a
+// mount that creates in parallel at every commit).
 func (c *liteCache) current() bool {
 	n, ok := c.counter()
 	if ok && c.valid && n == c.at {
 		return true
 	}
+	if c.ownNext(n, ok) {
+		return false
+	}
 	if c.valid || len(c.m) > 0 {
 		c.emptyAt(n, ok)
 	}
 	return false
+}
+
+// ownNext says, with c.mu held, whether counter value n may be the
+// cache's state plus the commit of this process's running transaction.
+func (c *liteCache) ownNext(n uint32, ok bool) bool {
+	return ok && c.valid && c.writing && n == c.at+1
 }
 
 // get answers key from the cache with c.mu held: its value (nil when
@@ -268,7 +284,7 @@ func (c *liteCache) fill(before, after uint32, ok bool, read map[string][]byte) 
 	defer c.mu.Unlock()
 	if !c.valid || c.at != before {
 		n, ok := c.counter()
-		if !ok || n != before {
+		if !ok || n != before || c.ownNext(n, ok) {
 			return
 		}
 		c.emptyAt(n, true)
@@ -322,11 +338,22 @@ type liteWrites struct {
 	fresh  [][]byte
 }
 
-// begin starts recording a write transaction that holds the write lock.
+// begin starts recording a write transaction that holds the write lock;
+// end must follow, after committed if it committed.
 func (c *liteCache) begin() *liteWrites {
 	w := &liteWrites{m: map[string]liteValue{}}
 	w.before, w.ok = c.counter()
+	c.mu.Lock()
+	c.writing = true
+	c.mu.Unlock()
 	return w
+}
+
+// end marks the write transaction begin started over.
+func (c *liteCache) end() {
+	c.mu.Lock()
+	c.writing = false
+	c.mu.Unlock()
 }
 
 // set records a Set (present) or Delete of key.

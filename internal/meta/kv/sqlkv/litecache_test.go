@@ -145,6 +145,45 @@ func TestLiteCacheCommitRace(t *testing.T) {
 	}
 }
 
+// TestLiteCacheReadDuringOwnCommit: a read between a commit of this
+// Store and the cache's taking it in (another FUSE request, served
+// meanwhile) goes to the database, and neither empties the cache nor
+// loses what the commit brings: a mount creating in parallel keeps its
+// fresh directories known.
+func TestLiteCacheReadDuringOwnCommit(t *testing.T) {
+	_, ss := openLite(t, 1)
+	s := ss[0]
+	ctx := context.Background()
+	err := s.Txn(ctx, func(tx kv.Tx) error {
+		kv.FreshPrefix(tx, []byte("e1/"))
+		tx.Set([]byte("a1"), []byte("dir"))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var during string
+	liteAfterCommit = func() {
+		liteAfterCommit = nil
+		during = cachedGet(t, s, "a2")
+		if s.KnownAbsent(ctx, []byte("e1/y")) {
+			t.Error("known absent between the commit and its taking in")
+		}
+	}
+	defer func() { liteAfterCommit = nil }()
+	set(t, s, "a2", "new", "e1/x", "2")
+	if during != "new" {
+		t.Fatalf("a read between the commit and its taking in saw a2 = %q, want new", during)
+	}
+	if !s.KnownAbsent(ctx, []byte("e1/y")) {
+		t.Fatal("the fresh prefix was lost to a read during this store's commit")
+	}
+	served := s.CachedReads()
+	if got := cachedGet(t, s, "e1/x"); got != "2" || s.CachedReads() != served+1 {
+		t.Fatalf("e1/x = %q (served from the cache: %v), want 2 from the cache", got, s.CachedReads() == served+1)
+	}
+}
+
 // TestLiteCacheFresh: a prefix a Txn declares fresh is known absent
 // from its commit on, but for what this Store writes under it, until
 // another Store writes anything.

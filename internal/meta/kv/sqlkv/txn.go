@@ -73,6 +73,7 @@ func (s *Store) attemptOnce(ctx context.Context, m mode, fn func(kv.Tx) error, g
 	}
 	if m != modeRead && s.lite != nil {
 		t.lite, t.lw = s.lite, s.lite.begin()
+		defer s.lite.end()
 	}
 	fnErr := fn(t)
 	if fnErr == nil {
