@@ -82,9 +82,9 @@ type liteCache struct {
 	at      uint32 // the counter value m and fresh are the state at
 	valid   bool   // at means something
 	writing bool   // this process's write transaction runs (begin to end)
-	m     map[string]liteValue
-	fresh map[string]struct{} // prefixes with no key but those in m
-	lens  []int               // the lengths of fresh's prefixes
+	m       map[string]liteValue
+	fresh   map[string]struct{} // prefixes with no key but those in m
+	lens    []int               // the lengths of fresh's prefixes
 }
 
 // liteValue is a cached value; absent keys are held too.
