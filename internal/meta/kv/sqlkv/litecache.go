@@ -49,6 +49,11 @@ import (
 //
 // So another mount of the same database file (another process) changes
 // nothing unseen: its first commit empties this cache at the next read.
+// One case is not covered: a process killed while writing the header
+// leaves SQLite to rebuild the WAL index, which may start the counter
+// over; a cache that read nothing while it climbed back to exactly its
+// value would then serve what it held. Every read and commit compares
+// the counter, so that needs an idle mount beside a busy one.
 // A new directory's entries are known absent from its creation (kv.
 // FreshPrefix) until the cache empties, so the lookups before the creates
 // in it need no read. The cache empties when it reaches liteMax values.
