@@ -31,7 +31,7 @@ const pgReadFollow = "SELECT k, v FROM shoal_kv WHERE k = ANY(?::bytea[]) " +
 // network, nothing to save.
 func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (vals [][]byte, from, next, nextVal []byte, err error) {
 	if !s.batching {
-		var before uint32
+		var before walMark
 		var counted bool
 		if s.lite != nil {
 			if vals, from, next, nextVal, ok := s.lite.read(f, keys); ok {

@@ -26,8 +26,10 @@ import (
 // the database maps, in every process) begins with a header whose
 // iChange counter every committing transaction raises by one
 // (sqlite.org/walformat.html); a commit is visible to readers only once
-// the header says so. The cache holds the database's state at counter
-// value at, and
+// the header says so. The cache compares the counter together with the
+// header's mxFrame (walMark; "the counter" below means both, "one past"
+// the counter alone) and holds the database's state at one such mark,
+// at, and
 //
 //   - a read first reads the counter (a pread of the header) and is
 //     answered only if it is at, else the cache empties (an empty cache
@@ -49,11 +51,10 @@ import (
 //
 // So another mount of the same database file (another process) changes
 // nothing unseen: its first commit empties this cache at the next read.
-// One case is not covered: a process killed while writing the header
-// leaves SQLite to rebuild the WAL index, which may start the counter
-// over; a cache that read nothing while it climbed back to exactly its
-// value would then serve what it held. Every read and commit compares
-// the counter, so that needs an idle mount beside a busy one.
+// A process killed while writing the header leaves SQLite to rebuild the
+// WAL index, which may start the counter over but keeps mxFrame, the
+// WAL's last commit: the pair repeats only if the WAL also restarted and
+// both came back to exactly the cache's values while it read nothing.
 // A new directory's entries are known absent from its creation (kv.
 // FreshPrefix) until the cache empties, so the lookups before the creates
 // in it need no read. The cache empties when it reaches liteMax values.
@@ -84,9 +85,9 @@ type liteCache struct {
 	served   atomic.Int64
 
 	mu      sync.Mutex
-	at      uint32 // the counter value m and fresh are the state at
-	valid   bool   // at means something
-	writing bool   // this process's write transaction runs (begin to end)
+	at      walMark // the header mark m and fresh are the state at
+	valid   bool    // at means something
+	writing bool    // this process's write transaction runs (begin to end)
 	m       map[string]liteValue
 	fresh   map[string]struct{} // prefixes with no key but those in m
 	lens    []int               // the lengths of fresh's prefixes
@@ -116,18 +117,26 @@ func newLiteCache(path string) *liteCache {
 // close releases the -shm file.
 func (c *liteCache) close() { _ = c.shm.Close() }
 
-// counter reads the WAL index header's change counter (the first of its
-// two copies, which a commit writes last). false: unreadable, or a header
+// walMark is what the cache compares of the WAL index header: the
+// change counter, and the last commit's frame in the WAL (mxFrame),
+// which a rebuilt index keeps where the counter may start over.
+type walMark struct{ change, frames uint32 }
+
+// follows says whether m is one commit after o (by the counter).
+func (m walMark) follows(o walMark) bool { return m.change == o.change+1 }
+
+// counter reads the WAL index header's mark (from the first of its two
+// copies, which a commit writes last). false: unreadable, or a header
 // being rebuilt.
-func (c *liteCache) counter() (uint32, bool) {
-	var h [16]byte
+func (c *liteCache) counter() (walMark, bool) {
+	var h [20]byte
 	if n, _ := c.shm.ReadAt(h[:], 0); n < len(h) {
-		return 0, false
+		return walMark{}, false
 	}
 	if binary.NativeEndian.Uint32(h[0:]) != walIndexVersion || h[12] != 1 {
-		return 0, false
+		return walMark{}, false
 	}
-	return binary.NativeEndian.Uint32(h[8:]), true
+	return walMark{binary.NativeEndian.Uint32(h[8:]), binary.NativeEndian.Uint32(h[16:])}, true
 }
 
 // setPrefixes names the keys kept.
@@ -157,7 +166,7 @@ func (c *liteCache) worth(key []byte) bool {
 }
 
 // emptyAt empties the cache, which is then the state at n (if ok).
-func (c *liteCache) emptyAt(n uint32, ok bool) {
+func (c *liteCache) emptyAt(n walMark, ok bool) {
 	clear(c.m)
 	c.fresh, c.lens = nil, nil
 	c.at, c.valid = n, ok
@@ -184,8 +193,8 @@ func (c *liteCache) current() bool {
 
 // ownNext says, with c.mu held, whether counter value n may be the
 // cache's state plus the commit of this process's running transaction.
-func (c *liteCache) ownNext(n uint32, ok bool) bool {
-	return ok && c.valid && c.writing && n == c.at+1
+func (c *liteCache) ownNext(n walMark, ok bool) bool {
+	return ok && c.valid && c.writing && n.follows(c.at)
 }
 
 // get answers key from the cache with c.mu held: its value (nil when
@@ -281,7 +290,7 @@ func (c *liteCache) knownAbsent(key []byte) bool {
 // fill keeps values read in a transaction that began when the counter
 // read before and ended when it read after (both ok): only if the two
 // are the same, and the cache is at that state or can move there.
-func (c *liteCache) fill(before, after uint32, ok bool, read map[string][]byte) {
+func (c *liteCache) fill(before, after walMark, ok bool, read map[string][]byte) {
 	if !ok || before != after {
 		return
 	}
@@ -335,10 +344,10 @@ func (c *liteCache) inTxn(w, lg *liteWrites, key []byte) ([]byte, bool) {
 
 // liteWrites is what one write transaction of this process changed.
 type liteWrites struct {
-	before uint32 // the counter inside the transaction
-	ok     bool   // before was read
-	wrote  bool   // any write at all, kept or not
-	big    bool   // more than liteTxnMax cached keys: m and fresh dropped
+	before walMark // the header mark inside the transaction
+	ok     bool    // before was read
+	wrote  bool    // any write at all, kept or not
+	big    bool    // more than liteTxnMax cached keys: m and fresh dropped
 	m      map[string]liteValue
 	fresh  [][]byte
 }
@@ -404,7 +413,7 @@ func (c *liteCache) committed(w *liteWrites) {
 	after, ok := c.counter()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	mine := ok && w.ok && after == w.before+1 && !w.big // no other commit in between
+	mine := ok && w.ok && after.follows(w.before) && !w.big // no other commit in between
 	if !mine || !c.valid || (c.at != w.before && c.at != after) {
 		c.emptyAt(after, ok)
 		if !mine {

@@ -270,7 +270,7 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, errClosed
 	}
-	var before uint32
+	var before walMark
 	var counted bool
 	if s.lite != nil {
 		if vals, _, _, _, ok := s.lite.read(nil, [][]byte{key}); ok {
