@@ -19,7 +19,7 @@ const (
 	EngineRetrySecs = "shoal_engine_retried_transaction_seconds_total" // total time of the update transactions that retried
 	EngineConflicts = "shoal_engine_conflicts_total"                   // update transactions that gave up still conflicting (EIO); cleared conflicts are retries
 	EngineFailed    = "shoal_engine_failed_transactions_total"         // update transactions that returned an error (ENOENT, EEXIST... included)
-	EngineCached    = "shoal_engine_cached_reads_total"                // lookups and getattrs answered from the engine's client-side cache (Redis, SQLite), not a transaction
+	EngineCached    = "shoal_engine_cached_reads_total"                // point reads (lookups, getattrs; on SQLite opens too) answered from the engine's client-side cache (Redis, SQLite), not a transaction
 	BlocksPut       = "shoal_data_blocks_put_total"                    // block objects stored
 	BlockPutFails   = "shoal_data_block_put_failures_total"            // block uploads that failed after the store's retries (kept for a later flush)
 	BlocksFetched   = "shoal_data_blocks_fetched_total"                // by kind (block, range): Gets of block data

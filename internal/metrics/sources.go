@@ -89,5 +89,5 @@ func collectEngine(ch chan<- prometheus.Metric, s meta.TxnStats) {
 	emit(ch, EngineRetrySecs, "Total time of the update transactions that retried.", counter, s.RetryTime.Seconds())
 	emit(ch, EngineConflicts, "Update transactions that gave up still conflicting after the retry bound (the operation failed); conflicts a retry cleared count as retries.", counter, float64(s.Conflicts))
 	emit(ch, EngineFailed, "Update transactions that returned an error.", counter, float64(s.Failed))
-	emit(ch, EngineCached, "Lookups and getattrs answered from the engine's client-side cache (Redis, SQLite), not a transaction.", counter, float64(s.Cached))
+	emit(ch, EngineCached, "Point reads (lookups, getattrs; on SQLite opens too) answered from the engine's client-side cache (Redis, SQLite), not a transaction.", counter, float64(s.Cached))
 }

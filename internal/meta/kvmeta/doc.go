@@ -21,8 +21,9 @@
 // attributes and entries; Redis answers from them only reads whose
 // context carries a meta.Cached (a mount's lookup and getattr), and says
 // there how old the answer is; SQLite's answers are current, so it
-// answers every point read (kv.GetOne, kv.ViewAhead) from them. Mknod of a directory tells the store that no
-// entry of the new inode exists yet (kv.FreshPrefix); a trusted Lookup
+// answers every point read (kv.GetOne, kv.ViewAhead) from them. Mknod of
+// a directory tells the store that no entry of the new inode exists yet
+// (kv.FreshPrefix); a trusted Lookup
 // asks the store first whether the name is known absent (kv.KnownAbsent:
 // Redis and SQLite know it for a directory this client made, as long as
 // they saw every change since) and answers ENOENT without a transaction

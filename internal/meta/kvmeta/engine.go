@@ -102,8 +102,9 @@ func New(store kv.Store, opts Options) *Engine {
 		done:   make(chan struct{}),
 	}
 	// What a lookup and a getattr read: a store that can keep them on the
-	// client, invalidated by its server, answers the kernel's timed
-	// caches from there (meta.Cached).
+	// client and learn of every change (Redis's invalidations, SQLite's
+	// WAL index) answers from there: Redis only the kernel's timed caches
+	// (meta.Cached), SQLite, whose answers are current, any point read.
 	kv.CacheKeys(store, []byte{kindAttr}, []byte{kindDentry})
 	// A slice's reference count is stored only above 1 (refs.go): an
 	// unlink of a file with data, whose chunks this client knows, need

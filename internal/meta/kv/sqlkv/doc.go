@@ -100,8 +100,10 @@
 // there in one pread of the WAL index header, whose change counter every
 // commit of any process raises, instead of a read transaction (some
 // 30-40 µs: every commit makes SQLite drop a reader's page cache). The
-// process's own commits, counted while they hold the write lock, update
-// it; any other commit empties it at the next read. A new directory's
+// process's own commits update it (the mark read inside the transaction,
+// which holds the write lock, and PRAGMA data_version after COMMIT tell
+// that no other commit came between); any other commit empties it at
+// the next read. A new directory's
 // names are known absent from its creation (kv.FreshPrefix,
 // kv.AbsentKnower) while it lasts.
 //

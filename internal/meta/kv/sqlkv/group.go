@@ -168,11 +168,11 @@ func (s *Store) runGroup(batch []*member, outcomes []outcome) {
 	}
 	defer c.rollback()
 	var lw *liteWrites
-	if s.lite != nil {
-		lw = s.lite.begin()
+	lt, ok := c.(*liteTx)
+	if ok && s.lite != nil {
+		lw = s.lite.begin(lt.lc.dataVersion)
 		defer s.lite.end()
 	}
-	lt, ok := c.(*liteTx)
 	if !ok || !s.runMembers(lt, batch, outcomes, lw) || lt.lc.c.AutoCommit() || c.commit() != nil {
 		// Nothing committed. (SQLite rolls the whole transaction back
 		// after some errors, a full disk or an I/O error: AutoCommit.)
@@ -209,7 +209,7 @@ func (s *Store) runMembers(lt *liteTx, batch []*member, outcomes []outcome, lw *
 		t := &tx{ctx: m.ctx, c: lt, real: true}
 		if lw != nil {
 			t.lite, t.lg = s.lite, lw
-			t.lw = &liteWrites{before: lw.before, ok: lw.ok, m: map[string]liteValue{}}
+			t.lw = &liteWrites{before: lw.before, ok: lw.ok, m: map[string]liteValue{}, version: lw.version, dv: lw.dv}
 		}
 		ok, panicked, value := runMember(m.fn, t)
 		if ok {

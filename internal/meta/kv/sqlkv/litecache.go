@@ -39,15 +39,18 @@ import (
 //     the snapshot was that state) and is still at (or the cache, empty,
 //     moves to it);
 //   - this process's own commits hold SQLite's one write lock from BEGIN
-//     IMMEDIATE to COMMIT, so the counter read inside the transaction
-//     (hb) is the state it started from, and one read after COMMIT that
-//     is hb+1 means no other commit happened in between: the cache, if
-//     it was at hb (or a reader already moved it to hb+1), takes the
-//     transaction's writes and moves to hb+1. Anything else (another
-//     process committed, the header could not be read) empties it. A
-//     read that finds the counter one past the cache while this process
-//     writes goes to the database but leaves the cache be: that commit
-//     may be this process's, about to be taken in.
+//     IMMEDIATE to COMMIT, so the mark read inside the transaction (hb)
+//     is the state it started from. After COMMIT (which raised the
+//     counter by one, or not at all if it changed no page) the mark is
+//     read again, then the writer's PRAGMA data_version, which moves only
+//     when another connection commits: unchanged, the mark read after
+//     COMMIT is hb and this transaction, and the cache, if it was at hb
+//     (or a reader already moved it on), takes the transaction's writes
+//     and moves to that mark. Anything else (another process committed,
+//     the header could not be read) empties it. A read that finds the
+//     counter at or one past the cache's while this process writes goes
+//     to the database but leaves the cache be: the change may be this
+//     process's, about to be taken in.
 //
 // So another mount of the same database file (another process) changes
 // nothing unseen: its first commit empties this cache at the next read.
@@ -59,8 +62,12 @@ import (
 // FreshPrefix) until the cache empties, so the lookups before the creates
 // in it need no read. The cache empties when it reaches liteMax values.
 
-// walIndexVersion is the WAL index header's iVersion.
-const walIndexVersion = 3007000
+// walIndexVersion is the WAL index header's iVersion, and walHeaderSize
+// the size of one copy of the header.
+const (
+	walIndexVersion = 3007000
+	walHeaderSize   = 48
+)
 
 // liteAfterCommit, when set (tests), runs between a commit of this
 // process and the counter read after it.
@@ -125,15 +132,17 @@ type walMark struct{ change, frames uint32 }
 // follows says whether m is one commit after o (by the counter).
 func (m walMark) follows(o walMark) bool { return m.change == o.change+1 }
 
-// counter reads the WAL index header's mark (from the first of its two
-// copies, which a commit writes last). false: unreadable, or a header
-// being rebuilt.
+// counter reads the WAL index header's mark. The header is kept twice;
+// a commit writes the second copy, then the first, so, as SQLite's own
+// readers do, it takes the mark only if both copies agree. false:
+// unreadable, being written, or being rebuilt.
 func (c *liteCache) counter() (walMark, bool) {
-	var h [20]byte
+	var h [2 * walHeaderSize]byte
 	if n, _ := c.shm.ReadAt(h[:], 0); n < len(h) {
 		return walMark{}, false
 	}
-	if binary.NativeEndian.Uint32(h[0:]) != walIndexVersion || h[12] != 1 {
+	if !bytes.Equal(h[:walHeaderSize], h[walHeaderSize:]) ||
+		binary.NativeEndian.Uint32(h[0:]) != walIndexVersion || h[12] != 1 {
 		return walMark{}, false
 	}
 	return walMark{binary.NativeEndian.Uint32(h[8:]), binary.NativeEndian.Uint32(h[16:])}, true
@@ -182,8 +191,8 @@ func (c *liteCache) current() bool {
 	if ok && c.valid && n == c.at {
 		return true
 	}
-	if c.ownNext(n, ok) {
-		return false
+	if c.ownNext(n, ok) || (!ok && c.writing) {
+		return false // committed decides (a header being written reads !ok)
 	}
 	if c.valid || len(c.m) > 0 {
 		c.emptyAt(n, ok)
@@ -191,10 +200,11 @@ func (c *liteCache) current() bool {
 	return false
 }
 
-// ownNext says, with c.mu held, whether counter value n may be the
-// cache's state plus the commit of this process's running transaction.
+// ownNext says, with c.mu held, whether mark n may be the cache's state
+// plus what this process's running transaction did: its commit, or a
+// restart of the WAL (mxFrame back to 0) before it. committed decides.
 func (c *liteCache) ownNext(n walMark, ok bool) bool {
-	return ok && c.valid && c.writing && n.follows(c.at)
+	return ok && c.valid && c.writing && (n.change == c.at.change || n.follows(c.at))
 }
 
 // get answers key from the cache with c.mu held: its value (nil when
@@ -345,18 +355,29 @@ func (c *liteCache) inTxn(w, lg *liteWrites, key []byte) ([]byte, bool) {
 // liteWrites is what one write transaction of this process changed.
 type liteWrites struct {
 	before walMark // the header mark inside the transaction
-	ok     bool    // before was read
-	wrote  bool    // any write at all, kept or not
-	big    bool    // more than liteTxnMax cached keys: m and fresh dropped
-	m      map[string]liteValue
-	fresh  [][]byte
+	ok     bool    // before and dv were read
+	// version reads the writer's PRAGMA data_version, and dv is its value
+	// inside the transaction: unchanged after COMMIT, no other connection
+	// committed in between.
+	version func() (int64, error)
+	dv      int64
+	wrote   bool // any write at all, kept or not
+	big     bool // more than liteTxnMax cached keys: m and fresh dropped
+	m       map[string]liteValue
+	fresh   [][]byte
 }
 
-// begin starts recording a write transaction that holds the write lock;
-// end must follow, after committed if it committed.
-func (c *liteCache) begin() *liteWrites {
-	w := &liteWrites{m: map[string]liteValue{}}
+// begin starts recording a write transaction that holds the write lock,
+// on the writer whose data_version version reads; end must follow, after
+// committed if it committed, and before the writer is handed on.
+func (c *liteCache) begin(version func() (int64, error)) *liteWrites {
+	w := &liteWrites{m: map[string]liteValue{}, version: version}
 	w.before, w.ok = c.counter()
+	if dv, err := version(); err == nil && w.ok {
+		w.dv = dv
+	} else {
+		w.ok = false
+	}
 	c.mu.Lock()
 	c.writing = true
 	c.mu.Unlock()
@@ -410,10 +431,17 @@ func (c *liteCache) committed(w *liteWrites) {
 	if liteAfterCommit != nil {
 		liteAfterCommit()
 	}
+	// The mark first, then data_version: unchanged, it says that no other
+	// connection committed before the mark was read. The mark alone
+	// cannot tell: a COMMIT that changed no page (a delete of a missing
+	// key, a value set to itself) does not move it, and another
+	// process's commit after it would pass for this one.
 	after, ok := c.counter()
+	dv, err := w.version()
+	mine := ok && w.ok && err == nil && dv == w.dv && !w.big &&
+		(after == w.before || after.follows(w.before))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	mine := ok && w.ok && after.follows(w.before) && !w.big // no other commit in between
 	if !mine || !c.valid || (c.at != w.before && c.at != after) {
 		c.emptyAt(after, ok)
 		if !mine {

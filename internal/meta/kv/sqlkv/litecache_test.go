@@ -145,6 +145,27 @@ func TestLiteCacheCommitRace(t *testing.T) {
 	}
 }
 
+// TestLiteCacheNoopCommitRace: a commit of this Store that changed no
+// page (a delete of a missing key) does not move the WAL index's
+// counter; another Store's commit right after it must not pass for it.
+func TestLiteCacheNoopCommitRace(t *testing.T) {
+	_, ss := openLite(t, 2)
+	a, b := ss[0], ss[1]
+	set(t, a, "a1", "x")
+	if got := cachedGet(t, a, "a1"); got != "x" {
+		t.Fatalf("a1 = %q", got)
+	}
+	liteAfterCommit = func() {
+		liteAfterCommit = nil
+		set(t, b, "a1", "y")
+	}
+	defer func() { liteAfterCommit = nil }()
+	set(t, a, "a9", "") // a delete of a missing key: no page changes
+	if got := cachedGet(t, a, "a1"); got != "y" {
+		t.Fatalf("a1 = %q, want y (another store's commit right after a no-op one)", got)
+	}
+}
+
 // TestLiteCacheReadDuringOwnCommit: a read between a commit of this
 // Store and the cache's taking it in (another FUSE request, served
 // meanwhile) goes to the database, and neither empties the cache nor

@@ -46,6 +46,8 @@ type liteConn struct {
 	commit driver.Stmt
 	// groupStmts are the writer's savepoint statements (group.go).
 	groupStmts [numGroupStmts]driver.Stmt
+	// version is the writer's PRAGMA data_version (litecache.go).
+	version driver.Stmt
 	// scans are stmtScan and stmtScanOpen returning each pair as one
 	// value (joinedScans).
 	scans [2]driver.Stmt
@@ -89,6 +91,10 @@ func openLitePool(path, writeDSN, readDSN string, readers int) (*litePool, error
 			_ = p.close()
 			return nil, err
 		}
+	}
+	if w.version, err = w.c.Prepare("PRAGMA data_version"); err != nil {
+		_ = p.close()
+		return nil, err
 	}
 	for range readers {
 		if _, err := open(readDSN, "BEGIN", p.readers); err != nil {
@@ -242,7 +248,7 @@ func (p *litePool) close() error {
 		errs = append(errs, p.ckpt.close())
 	}
 	for _, lc := range free {
-		for _, st := range append(append(append(lc.stmts[:], lc.groupStmts[:]...), lc.scans[:]...), lc.begin, lc.commit) {
+		for _, st := range append(append(append(lc.stmts[:], lc.groupStmts[:]...), lc.scans[:]...), lc.begin, lc.commit, lc.version) {
 			if st != nil {
 				errs = append(errs, st.Close())
 			}
@@ -304,6 +310,29 @@ func (t *liteTx) exec(i int, args ...any) error {
 func (t *liteTx) execSQL(query string, args ...any) error {
 	_, err := t.lc.c.Exec(query, values(args))
 	return err
+}
+
+// dataVersion runs the writer's PRAGMA data_version: a value that
+// changes when another connection (of any process) commits, and not
+// when this one does.
+func (lc *liteConn) dataVersion() (int64, error) {
+	if lc.version == nil {
+		return 0, fmt.Errorf("sqlkv: data_version not prepared")
+	}
+	rows, err := lc.version.Query(nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		return 0, err
+	}
+	v, ok := dest[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("sqlkv: data_version: want an integer, got %T", dest[0])
+	}
+	return v, nil
 }
 
 func (t *liteTx) queryInt(query string, args ...any) (int64, bool, error) {

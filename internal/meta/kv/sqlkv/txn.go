@@ -71,8 +71,8 @@ func (s *Store) attemptOnce(ctx context.Context, m mode, fn func(kv.Tx) error, g
 	if m == modeWrite {
 		t.guesses = s.guesses // nil unless the store guesses
 	}
-	if m != modeRead && s.lite != nil {
-		t.lite, t.lw = s.lite, s.lite.begin()
+	if lt, ok := c.(*liteTx); ok && m != modeRead && s.lite != nil {
+		t.lite, t.lw = s.lite, s.lite.begin(lt.lc.dataVersion)
 		defer s.lite.end()
 	}
 	fnErr := fn(t)
