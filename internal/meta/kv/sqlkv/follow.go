@@ -31,33 +31,30 @@ const pgReadFollow = "SELECT k, v FROM shoal_kv WHERE k = ANY(?::bytea[]) " +
 // network, nothing to save.
 func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (vals [][]byte, from, next, nextVal []byte, err error) {
 	if !s.batching {
-		var before walMark
-		var counted bool
+		read := func() (followRead, error) {
+			var r followRead
+			err := s.View(ctx, func(ktx kv.Tx) error {
+				var err error
+				if r.vals, err = kv.GetMany(ktx, keys); err != nil || f == nil {
+					return err
+				}
+				if r.from, err = ktx.Get(f.From); err != nil {
+					return err
+				}
+				if r.next = f.Key(r.from); r.next != nil {
+					r.nextVal, err = ktx.Get(r.next)
+				}
+				return err
+			})
+			return r, err
+		}
+		var r followRead
 		if s.lite != nil {
-			if vals, from, next, nextVal, ok := s.lite.read(f, keys); ok {
-				served(ctx)
-				return vals, from, next, nextVal, nil
-			}
-			before, counted = s.lite.counter()
+			r, err = s.lite.readThrough(ctx, f, keys, read)
+		} else {
+			r, err = read()
 		}
-		err = s.View(ctx, func(ktx kv.Tx) error {
-			var err error
-			if vals, err = kv.GetMany(ktx, keys); err != nil || f == nil {
-				return err
-			}
-			if from, err = ktx.Get(f.From); err != nil {
-				return err
-			}
-			if next = f.Key(from); next != nil {
-				nextVal, err = ktx.Get(next)
-			}
-			return err
-		})
-		if err == nil && counted {
-			after, ok := s.lite.counter()
-			s.lite.fill(before, after, ok, readMap(f, keys, vals, from, next, nextVal))
-		}
-		return vals, from, next, nextVal, err
+		return r.vals, r.from, r.next, r.nextVal, err
 	}
 	if s.closed.Load() {
 		return nil, nil, nil, nil, errClosed
@@ -83,24 +80,9 @@ func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (v
 	}
 	vals, from, next, nextVal = followValues(rows, f, keys)
 	if s.guesses != nil {
-		s.guesses.note(readMap(f, keys, vals, from, next, nextVal))
+		s.guesses.note(followRead{vals, from, next, nextVal}.byKey(f, keys))
 	}
 	return vals, from, next, nextVal, nil
-}
-
-// readMap returns what a ReadFollow read, by key (nil: absent).
-func readMap(f *kv.Follow, keys, vals [][]byte, from, next, nextVal []byte) map[string][]byte {
-	read := make(map[string][]byte, len(keys)+2)
-	for j, k := range keys {
-		read[string(k)] = vals[j]
-	}
-	if f != nil {
-		read[string(f.From)] = from
-		if next != nil {
-			read[string(next)] = nextVal
-		}
-	}
-	return read
 }
 
 // followValues picks from rows (k, v) read by stmtReadFollow (or

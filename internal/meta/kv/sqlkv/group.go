@@ -209,7 +209,7 @@ func (s *Store) runMembers(lt *liteTx, batch []*member, outcomes []outcome, lw *
 		t := &tx{ctx: m.ctx, c: lt, real: true}
 		if lw != nil {
 			t.lite, t.lg = s.lite, lw
-			t.lw = &liteWrites{before: lw.before, ok: lw.ok, m: map[string]liteValue{}, version: lw.version, dv: lw.dv}
+			t.lw = lw.member()
 		}
 		ok, panicked, value := runMember(m.fn, t)
 		if ok {

@@ -2,12 +2,15 @@ package sqlkv
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
 )
 
@@ -106,6 +109,14 @@ type liteValue struct {
 	present bool
 }
 
+// value returns a copy of the value for a reader (nil: absent).
+func (lv liteValue) value() []byte {
+	if !lv.present {
+		return nil
+	}
+	return append([]byte{}, lv.v...)
+}
+
 // newLiteCache opens the WAL index of the database at path; nil if
 // there is none (the database is not in WAL mode).
 func newLiteCache(path string) *liteCache {
@@ -182,12 +193,11 @@ func (c *liteCache) emptyAt(n walMark, ok bool) {
 }
 
 // current says, with c.mu held, whether the cache is the database's
-// state now, emptying it if it is not: unless this process's write
-// transaction may have made the one commit since, which committed is
-// about to apply (emptying here would drop the fresh prefixes of a
-// mount that creates in parallel at every commit).
-func (c *liteCache) current() bool {
-	n, ok := c.counter()
+// state at mark n (read now; ok: read at all), emptying it if it is not:
+// unless this process's write transaction may have made the one commit
+// since, which committed is about to apply (emptying here would drop the
+// fresh prefixes of a mount that creates in parallel at every commit).
+func (c *liteCache) current(n walMark, ok bool) bool {
 	if ok && c.valid && n == c.at {
 		return true
 	}
@@ -211,10 +221,7 @@ func (c *liteCache) ownNext(n walMark, ok bool) bool {
 // absent) and whether the cache knows it.
 func (c *liteCache) get(key []byte) ([]byte, bool) {
 	if lv, ok := c.m[string(key)]; ok {
-		if !lv.present {
-			return nil, true
-		}
-		return append([]byte{}, lv.v...), true
+		return lv.value(), true
 	}
 	for _, n := range c.lens {
 		if len(key) >= n {
@@ -246,37 +253,90 @@ func (c *liteCache) addFresh(prefixes [][]byte) {
 	}
 }
 
-// read answers keys and f (nil: none) as ReadFollow does, all from the
-// cache or not at all.
-func (c *liteCache) read(f *kv.Follow, keys [][]byte) (vals [][]byte, from, next, nextVal []byte, ok bool) {
+// followRead is what a ReadFollow returns.
+type followRead struct {
+	vals                [][]byte
+	from, next, nextVal []byte
+}
+
+// byKey returns what r read of keys and f (nil: none), by key (nil:
+// absent).
+func (r followRead) byKey(f *kv.Follow, keys [][]byte) map[string][]byte {
+	read := make(map[string][]byte, len(keys)+2)
+	for j, k := range keys {
+		read[string(k)] = r.vals[j]
+	}
+	if f != nil {
+		read[string(f.From)] = r.from
+		if r.next != nil {
+			read[string(r.next)] = r.nextVal
+		}
+	}
+	return read
+}
+
+// readThrough answers keys and f (nil: none) as ReadFollow does: all
+// from the cache, or else all by read (a transaction), whose values it
+// keeps when the header's mark was the same before and after it. A hit
+// tells ctx's meta.Cached, if any, that the answer is current.
+func (c *liteCache) readThrough(ctx context.Context, f *kv.Follow, keys [][]byte, read func() (followRead, error)) (followRead, error) {
+	r, before, counted, hit := c.lookup(f, keys)
+	if hit {
+		served(ctx)
+		return r, nil
+	}
+	if !counted {
+		before, counted = c.counter()
+	}
+	r, err := read()
+	if err == nil && counted {
+		after, ok := c.counter()
+		c.fill(before, after, ok, r.byKey(f, keys))
+	}
+	return r, err
+}
+
+// lookup answers keys and f from the cache, all or nothing, and returns
+// the mark it compared (counted: one was read).
+func (c *liteCache) lookup(f *kv.Follow, keys [][]byte) (r followRead, mark walMark, counted, hit bool) {
 	for _, k := range keys {
 		if !c.worth(k) {
-			return nil, nil, nil, nil, false
+			return r, mark, false, false
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.current() {
-		return nil, nil, nil, nil, false
+	mark, counted = c.counter()
+	if !c.current(mark, counted) {
+		return r, mark, counted, false
 	}
-	vals = make([][]byte, len(keys))
+	var ok bool
+	r.vals = make([][]byte, len(keys))
 	for i, k := range keys {
-		if vals[i], ok = c.get(k); !ok {
-			return nil, nil, nil, nil, false
+		if r.vals[i], ok = c.get(k); !ok {
+			return followRead{}, mark, counted, false
 		}
 	}
 	if f != nil {
-		if from, ok = c.get(f.From); !ok {
-			return nil, nil, nil, nil, false
+		if r.from, ok = c.get(f.From); !ok {
+			return followRead{}, mark, counted, false
 		}
-		if next = f.Key(from); next != nil {
-			if nextVal, ok = c.get(next); !ok {
-				return nil, nil, nil, nil, false
+		if r.next = f.Key(r.from); r.next != nil {
+			if r.nextVal, ok = c.get(r.next); !ok {
+				return followRead{}, mark, counted, false
 			}
 		}
 	}
 	c.served.Add(1)
-	return vals, from, next, nextVal, true
+	return r, mark, counted, true
+}
+
+// served tells a read's meta.Cached, if it has one, that the cache
+// answered it: its answer is current now.
+func served(ctx context.Context) {
+	if c := meta.CachedOf(ctx); c != nil {
+		c.Served(time.Now())
+	}
 }
 
 // knownAbsent says whether the cache knows key absent now.
@@ -286,7 +346,7 @@ func (c *liteCache) knownAbsent(key []byte) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.current() {
+	if !c.current(c.counter()) {
 		return false
 	}
 	v, ok := c.get(key)
@@ -338,10 +398,7 @@ func (c *liteCache) inTxn(w, lg *liteWrites, key []byte) ([]byte, bool) {
 			continue
 		}
 		if lv, ok := ws.m[string(key)]; ok {
-			if !lv.present {
-				return nil, true
-			}
-			return append([]byte{}, lv.v...), true
+			return lv.value(), true
 		}
 	}
 	c.mu.Lock()
@@ -407,6 +464,11 @@ func (c *liteCache) set(w *liteWrites, key, value []byte, present bool) {
 		value = []byte{}
 	}
 	w.m[string(key)] = liteValue{v: slices.Clone(value), present: present}
+}
+
+// member starts recording one group member of the group transaction w.
+func (w *liteWrites) member() *liteWrites {
+	return &liteWrites{before: w.before, ok: w.ok, m: map[string]liteValue{}}
 }
 
 // merge adds the writes of a group member that committed to those of the

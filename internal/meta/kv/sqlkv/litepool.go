@@ -320,23 +320,22 @@ func (lc *liteConn) dataVersion() (int64, error) {
 		return 0, fmt.Errorf("sqlkv: data_version not prepared")
 	}
 	rows, err := lc.version.Query(nil)
-	if err != nil {
-		return 0, err
+	v, ok, err := firstInt("data_version", rows, err)
+	if err == nil && !ok {
+		err = fmt.Errorf("sqlkv: data_version: no row")
 	}
-	defer rows.Close()
-	dest := make([]driver.Value, 1)
-	if err := rows.Next(dest); err != nil {
-		return 0, err
-	}
-	v, ok := dest[0].(int64)
-	if !ok {
-		return 0, fmt.Errorf("sqlkv: data_version: want an integer, got %T", dest[0])
-	}
-	return v, nil
+	return v, err
 }
 
 func (t *liteTx) queryInt(query string, args ...any) (int64, bool, error) {
 	rows, err := t.lc.c.Query(query, values(args))
+	return firstInt(fmt.Sprintf("%q", query), rows, err)
+}
+
+// firstInt reads the integer in the first column of the first row of
+// the result of the query what names (ok false: no row) and closes the
+// rows.
+func firstInt(what string, rows driver.Rows, err error) (int64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
@@ -349,7 +348,7 @@ func (t *liteTx) queryInt(query string, args ...any) (int64, bool, error) {
 	}
 	v, ok := dest[0].(int64)
 	if !ok {
-		return 0, false, fmt.Errorf("sqlkv: %q: want an integer, got %T", query, dest[0])
+		return 0, false, fmt.Errorf("sqlkv: %s: want an integer, got %T", what, dest[0])
 	}
 	return v, true, nil
 }

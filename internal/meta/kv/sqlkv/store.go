@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
 )
 
@@ -109,14 +108,6 @@ func (s *Store) KnownAbsent(ctx context.Context, key []byte) bool {
 	}
 	served(ctx)
 	return true
-}
-
-// served tells a read's meta.Cached, if it has one, that the SQLite
-// cache answered it: its answer is current now.
-func served(ctx context.Context) {
-	if c := meta.CachedOf(ctx); c != nil {
-		c.Served(time.Now())
-	}
 }
 
 // Open opens (creating the schema if needed) the store a META-URL names:
@@ -270,15 +261,25 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, errClosed
 	}
-	var before walMark
-	var counted bool
 	if s.lite != nil {
-		if vals, _, _, _, ok := s.lite.read(nil, [][]byte{key}); ok {
-			served(ctx)
-			return vals[0], nil
+		r, err := s.lite.readThrough(ctx, nil, [][]byte{key}, func() (followRead, error) {
+			v, err := s.getOne(ctx, key)
+			return followRead{vals: [][]byte{v}}, err
+		})
+		if err != nil {
+			return nil, err
 		}
-		before, counted = s.lite.counter()
+		return r.vals[0], nil
 	}
+	v, err := s.getOne(ctx, key)
+	if err == nil && s.guesses != nil {
+		s.guesses.note(map[string][]byte{string(key): v})
+	}
+	return v, err
+}
+
+// getOne is GetOne's read of the database.
+func (s *Store) getOne(ctx context.Context, key []byte) ([]byte, error) {
 	var v []byte
 	err := kv.Retry(ctx, "sqlkv: "+s.name, s.retryTimeout, func() (kv.Class, error) {
 		var err error
@@ -290,13 +291,6 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 		}
 		return kv.Fatal, nil
 	})
-	if err == nil && s.guesses != nil {
-		s.guesses.note(map[string][]byte{string(key): v})
-	}
-	if err == nil && counted {
-		after, ok := s.lite.counter()
-		s.lite.fill(before, after, ok, map[string][]byte{string(key): v})
-	}
 	return v, err
 }
 
