@@ -25,7 +25,9 @@ import (
 // connection runs a PASSIVE checkpoint every ckptEvery commits: a WAL
 // checkpoint runs beside the writer, which keeps appending frames.
 //
-// After each background checkpoint the checkpointer also maps what the
+// After each background checkpoint the checkpointer also writes zeros
+// ahead of the WAL's last frame, so that commits overwrite blocks written
+// before rather than grow the file (walahead.go), and maps what the
 // database and the WAL grew by, so that both stay in memory (resident.go).
 //
 // Durability against power loss (kv.Syncer) does not need a checkpoint
@@ -41,6 +43,7 @@ const (
 // checkpointer runs background checkpoints and WAL syncs for one database.
 type checkpointer struct {
 	conn    *sqlite3.SQLiteConn // its own connection, not query-only
+	dbPath  string
 	walPath string
 	res     *resident // the database and WAL kept mapped (resident.go)
 	commits atomic.Uint64
@@ -54,16 +57,19 @@ type checkpointer struct {
 	wal     *os.File // the WAL file, kept open for sync once it exists
 }
 
-// newCheckpointer starts the goroutine on conn.
+// newCheckpointer writes the WAL's room ahead (walahead.go) and starts
+// the goroutine on conn.
 func newCheckpointer(conn *sqlite3.SQLiteConn, dbPath string) *checkpointer {
 	c := &checkpointer{
 		conn:    conn,
+		dbPath:  dbPath,
 		walPath: dbPath + "-wal",
 		res:     newResident(dbPath, dbPath+"-wal"),
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
+	c.writeAheadOnce()
 	go c.run()
 	return c
 }
@@ -98,8 +104,16 @@ func (c *checkpointer) run() {
 		c.mu.Lock()
 		c.lastErr = err
 		c.mu.Unlock()
+		c.writeAheadOnce()
 		c.res.refresh()
 	}
+}
+
+// writeAheadOnce keeps the WAL's room written ahead (walahead.go). It is
+// best effort: a failure (a full disk, say) leaves the WAL as it is, and
+// commits append as they would without it.
+func (c *checkpointer) writeAheadOnce() {
+	_ = c.extendWAL()
 }
 
 // sync makes every transaction committed so far durable: it syncs the

@@ -91,8 +91,11 @@
 // database file and its WAL mapped and populated (resident.go): the kernel
 // does not drop mapped pages, so after drop_caches reads and commits do
 // not wait for the disk, as with a metadata server that holds its data in
-// memory; the pages stay reclaimable. PostgreSQL goes through pgx's own
-// pool, not database/sql (pgpool.go).
+// memory; the pages stay reclaimable. It also keeps zeros written ahead
+// of the WAL's last frame (walahead.go), so that a commit and the
+// fdatasync of an fsync(2) overwrite blocks in place instead of growing
+// the file. PostgreSQL goes through pgx's own pool, not database/sql
+// (pgpool.go).
 //
 // SQLite keeps the keys kvmeta names (kv.Cacher: attributes and entries)
 // in memory as of one commit of the database (litecache.go): a point
