@@ -160,3 +160,69 @@ func TestShortScanViewThenRead(t *testing.T) {
 		t.Errorf("%d attempts, want 2 (the script's, then the WATCHed one)", attempts)
 	}
 }
+
+// TestBigGetManyViewWatchesNothing: a View whose first read is a GetMany
+// of more than maxChecks keys (a mount's flush reads 1024 orphan marks at
+// a time) reads them in one MGET, WATCHing nothing, and sees every value;
+// if it reads on, it runs again on the WATCHed path, so that both reads
+// are of one state even when another client writes in between.
+func TestBigGetManyViewWatchesNothing(t *testing.T) {
+	a, b := twoStores(t)
+	const n = 1024
+	keys := make([][]byte, n)
+	err := a.Txn(context.Background(), func(tx kv.Tx) error {
+		for i := range keys {
+			keys[i] = binary.BigEndian.AppendUint64([]byte("O"), uint64(i*3+1))
+			if i%2 == 0 {
+				tx.Set(keys[i], []byte(fmt.Sprint("v", i)))
+			}
+		}
+		tx.Set([]byte("P"), []byte("p"))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w watches
+	a.(*Store).client.AddHook(&w)
+	var vals [][]byte
+	if err := a.View(context.Background(), func(tx kv.Tx) (err error) {
+		vals, err = kv.GetMany(tx, keys)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := w.n.Load(); n != 0 {
+		t.Errorf("a View's one GetMany of %d keys sent %d WATCHes, want none", len(keys), n)
+	}
+	for i, v := range vals {
+		if want := fmt.Sprint("v", i); i%2 == 0 && string(v) != want || i%2 == 1 && v != nil {
+			t.Fatalf("key %d: %q", i, v)
+		}
+	}
+
+	attempts := 0
+	var first, read []byte
+	err = a.View(context.Background(), func(tx kv.Tx) error {
+		attempts++
+		vals, err := kv.GetMany(tx, keys)
+		if err != nil {
+			return err
+		}
+		first = vals[0]
+		if attempts == 1 {
+			setKey(t, b, string(keys[0]), "changed")
+		}
+		read, err = tx.Get([]byte("P")) // not read yet: a second round
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(first) != "changed" || string(read) != "p" {
+		t.Errorf("after %d attempts the GetMany saw %q and the Get %q, want %q and %q", attempts, first, read, "changed", "p")
+	}
+	if attempts != 2 {
+		t.Errorf("%d attempts, want 2 (the plain MGET's, then the WATCHed one)", attempts)
+	}
+}
