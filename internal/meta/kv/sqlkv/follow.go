@@ -3,6 +3,7 @@ package sqlkv
 import (
 	"bytes"
 	"context"
+	"time"
 
 	"shoal/internal/meta/kv"
 )
@@ -80,7 +81,7 @@ func (s *Store) ReadFollow(ctx context.Context, f *kv.Follow, keys ...[]byte) (v
 	}
 	vals, from, next, nextVal = followValues(rows, f, keys)
 	if s.guesses != nil {
-		s.guesses.note(followRead{vals, from, next, nextVal}.byKey(f, keys))
+		s.guesses.note(followRead{vals, from, next, nextVal}.byKey(f, keys), nil, time.Time{})
 	}
 	return vals, from, next, nextVal, nil
 }

@@ -34,8 +34,9 @@ import (
 // keeps changing
 // (a directory several mounts create in) would miss every time, so a
 // missed key is not guessed again for guessHoldoff, unless the store
-// noted a newer value of it while the transaction that missed ran: then
-// its own commit made the miss (a background compaction racing the
+// noted a newer value of it while the transaction that missed ran, or
+// notes one from a transaction that began before the miss: then its own
+// commit made the miss (a background compaction racing the
 // appends of a file that fsyncs often, whose attributes every append
 // changes), and the newer guess stays. Measured on the 2-core test
 // machine before that: each compaction's miss left a PostgreSQL mount
@@ -146,7 +147,11 @@ func (g *guesses) guessedAbsent(key []byte) bool {
 }
 
 // note records values (nil: absent), dropping half the guesses when full.
-func (g *guesses) note(vals map[string][]byte) {
+// A key held off is not recorded, unless it is one of own, the writes of
+// a transaction that began before the miss that holds it off: that
+// transaction's commit may be what the miss met (see forget), and its
+// value is the key's as of a commit after the miss's guess.
+func (g *guesses) note(vals map[string][]byte, own map[string]pendingWrite, began time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var now time.Time
@@ -155,7 +160,7 @@ func (g *guesses) note(vals map[string][]byte) {
 			if now.IsZero() {
 				now = time.Now()
 			}
-			if now.Sub(at) < guessHoldoff {
+			if _, mine := own[k]; now.Sub(at) < guessHoldoff && !(mine && at.After(began)) {
 				continue
 			}
 			delete(g.missed, k)
@@ -330,7 +335,7 @@ func (t *tx) settle(ok bool, errs ...error) error {
 				vals[k] = w.value
 			}
 		}
-		t.guesses.note(vals)
+		t.guesses.note(vals, t.written, t.began)
 		return nil
 	}
 	if !t.real && len(t.guarded) > 0 {

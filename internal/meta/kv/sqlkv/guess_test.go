@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"testing"
+	"time"
 
 	"shoal/internal/meta/kv"
 	"shoal/internal/meta/kv/kvtest"
@@ -371,5 +372,61 @@ func TestPostgresGuessAbsent(t *testing.T) {
 	}
 	if got := getNumber(t, b, []byte("seen")); got != "1" {
 		t.Errorf("a key another store wrote, guessed absent: seen %s present, want 1", got)
+	}
+}
+
+// TestGuessHoldoffAndOwnCommits: the holdoff rules of guesses (guess.go),
+// in the orders that a race between two transactions of one store can
+// give. A miss whose guess the store has replaced meanwhile holds
+// nothing off; a miss of the current guess holds the key off, and then
+// only the writes of a transaction that began before the miss (whose
+// commit the miss may have met) are noted, not later ones, nor reads.
+func TestGuessHoldoffAndOwnCommits(t *testing.T) {
+	k := "k"
+	guess := func(g *guesses) string {
+		t.Helper()
+		v, ok := g.get([]byte(k))
+		if !ok {
+			return "(none)"
+		}
+		return string(v)
+	}
+	wrote := func(v string) (map[string][]byte, map[string]pendingWrite) {
+		return map[string][]byte{k: []byte(v)}, map[string]pendingWrite{k: {value: []byte(v)}}
+	}
+
+	// The store's own commit noted v2 before the miss of a guess of v1.
+	g := newGuesses()
+	g.note(map[string][]byte{k: []byte("v1")}, nil, time.Time{})
+	vals, own := wrote("v2")
+	g.note(vals, own, time.Now())
+	g.forget(map[string][]byte{k: []byte("v1")})
+	if got := guess(g); got != "v2" {
+		t.Errorf("miss of a replaced guess: guess %s, want v2", got)
+	}
+
+	// The commit began before the miss and is noted after it.
+	g = newGuesses()
+	g.note(map[string][]byte{k: []byte("v1")}, nil, time.Time{})
+	began := time.Now()
+	time.Sleep(time.Millisecond)
+	g.forget(map[string][]byte{k: []byte("v1")})
+	if got := guess(g); got != "(none)" {
+		t.Errorf("after a miss of the current guess: guess %s, want none", got)
+	}
+	g.note(map[string][]byte{k: []byte("read")}, nil, time.Time{})
+	if got := guess(g); got != "(none)" {
+		t.Errorf("a read noted during the holdoff: guess %s, want none", got)
+	}
+	later := time.Now()
+	vals, own = wrote("v3")
+	g.note(vals, own, later)
+	if got := guess(g); got != "(none)" {
+		t.Errorf("the writes of a transaction begun after the miss: guess %s, want none (held off)", got)
+	}
+	vals, own = wrote("v2")
+	g.note(vals, own, began)
+	if got := guess(g); got != "v2" {
+		t.Errorf("the writes of a transaction begun before the miss: guess %s, want v2", got)
 	}
 }

@@ -273,7 +273,7 @@ func (s *Store) GetOne(ctx context.Context, key []byte) ([]byte, error) {
 	}
 	v, err := s.getOne(ctx, key)
 	if err == nil && s.guesses != nil {
-		s.guesses.note(map[string][]byte{string(key): v})
+		s.guesses.note(map[string][]byte{string(key): v}, nil, time.Time{})
 	}
 	return v, err
 }

@@ -3,6 +3,7 @@ package sqlkv
 import (
 	"context"
 	"math"
+	"time"
 
 	"shoal/internal/meta/kv"
 )
@@ -44,8 +45,9 @@ type tx struct {
 	// statement (no more guessing); guarded holds the guesses made
 	// (nil: absent), guardSent whether their guard was queued; read and
 	// written are what the transaction read from the database and wrote,
-	// noted as guesses when it commits.
+	// noted as guesses when it commits; began is when it began.
 	guesses   *guesses
+	began     time.Time
 	real      bool
 	guarded   map[string][]byte
 	guardSent bool

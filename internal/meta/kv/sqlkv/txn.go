@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"shoal/internal/meta"
 	"shoal/internal/meta/kv"
@@ -70,6 +71,9 @@ func (s *Store) attemptOnce(ctx context.Context, m mode, fn func(kv.Tx) error, g
 	t := &tx{ctx: ctx, c: c, batching: s.batching, readOnly: m == modeRead, real: !guess}
 	if m == modeWrite {
 		t.guesses = s.guesses // nil unless the store guesses
+		if t.guesses != nil {
+			t.began = time.Now()
+		}
 	}
 	if lt, ok := c.(*liteTx); ok && m != modeRead && s.lite != nil {
 		t.lite, t.lw = s.lite, s.lite.begin(lt.lc.dataVersion)
