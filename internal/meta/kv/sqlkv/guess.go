@@ -39,9 +39,12 @@ import (
 // commit made the miss (a background compaction racing the
 // appends of a file that fsyncs often, whose attributes every append
 // changes), and the newer guess stays. Measured on the 2-core test
-// machine before that: each compaction's miss left a PostgreSQL mount
-// reading a file's attributes for real, 130 µs more per fsync(2), for a
-// second. A guard that passes has read, inside the SERIALIZABLE
+// machine, 600 appends of 4 KiB each followed by fsync(2) through a
+// PostgreSQL mount: 245 of 314 reads of the file's attributes went to the
+// server (a round trip of about 130 µs each) before, 12 of 340 after.
+// The median fsync did not change (the read overlapped the pack's
+// fdatasync, which the commit waits for anyway); appends that do not
+// wait for a block save the round trip. A guard that passes has read, inside the SERIALIZABLE
 // transaction and before any of its writes, exactly the values fn was
 // given: the transaction is the one that would have read them, with the
 // same predicate locks, so isolation and retries are unchanged. An append
