@@ -55,6 +55,16 @@ type checkpointer struct {
 	lastErr error    // of the last background checkpoint, for close
 	dirDone bool     // the WAL's directory entry has been synced once
 	wal     *os.File // the WAL file, kept open for sync once it exists
+
+	// shm is the -shm file (the WAL index), read by walahead.go. It stays
+	// open until every connection of the pool is closed (closeShm):
+	// closing any descriptor of a file drops every POSIX lock the process
+	// holds on it, and SQLite's connections hold theirs on the -shm (its
+	// "dead man switch" among them, which tells another process that
+	// closes its last connection that it is not the last user of the
+	// database: without it, that process checkpoints and deletes the WAL
+	// and the -shm under this one's open connections).
+	shm *os.File
 }
 
 // newCheckpointer writes the WAL's room ahead (walahead.go) and starts
@@ -68,6 +78,9 @@ func newCheckpointer(conn *sqlite3.SQLiteConn, dbPath string) *checkpointer {
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
+	}
+	if f, err := os.Open(dbPath + "-shm"); err == nil {
+		c.shm = f
 	}
 	c.writeAheadOnce()
 	go c.run()
@@ -185,8 +198,18 @@ func syncPath(path string) error {
 	return err
 }
 
+// closeShm closes the -shm file, once no connection of the pool is open
+// (see shm).
+func (c *checkpointer) closeShm() {
+	if c.shm != nil {
+		_ = c.shm.Close()
+		c.shm = nil
+	}
+}
+
 // close stops the goroutine and closes its connection; it returns the
-// error of the last background checkpoint, if it failed.
+// error of the last background checkpoint, if it failed. The -shm file
+// stays open (closeShm).
 func (c *checkpointer) close() error {
 	close(c.stop)
 	<-c.stopped

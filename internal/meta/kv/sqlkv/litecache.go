@@ -118,21 +118,22 @@ func (lv liteValue) value() []byte {
 }
 
 // newLiteCache opens the WAL index of the database at path; nil if
-// there is none (the database is not in WAL mode).
+// there is none (the database is not in WAL mode). The file stays open
+// until close, after the pool's connections are closed: closing any
+// descriptor of the -shm drops the locks SQLite's connections in this
+// process hold on it (see checkpointer.shm). A header not readable now
+// (another process's commit half-written) only makes lookups go to
+// SQLite until it is.
 func newLiteCache(path string) *liteCache {
 	f, err := os.Open(path + "-shm")
 	if err != nil {
 		return nil
 	}
-	c := &liteCache{shm: f, m: map[string]liteValue{}}
-	if _, ok := c.counter(); !ok {
-		_ = f.Close()
-		return nil
-	}
-	return c
+	return &liteCache{shm: f, m: map[string]liteValue{}}
 }
 
-// close releases the -shm file.
+// close releases the -shm file; the store calls it once the pool's
+// connections are closed.
 func (c *liteCache) close() { _ = c.shm.Close() }
 
 // walMark is what the cache compares of the WAL index header: the

@@ -255,6 +255,10 @@ func (p *litePool) close() error {
 		}
 		errs = append(errs, lc.c.Close())
 	}
+	if p.ckpt != nil && len(free) == len(p.all) {
+		// Last: a connection left open keeps its locks (checkpointer.shm).
+		p.ckpt.closeShm()
+	}
 	return errors.Join(errs...)
 }
 

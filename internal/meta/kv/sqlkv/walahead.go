@@ -125,16 +125,14 @@ func (c *checkpointer) writeAhead() (int, error) {
 }
 
 // walEnd returns where the WAL's last frame ends, from the WAL index
-// header in the -shm file; ok is false if the header is not readable as
-// one whole (both copies alike) or not initialised.
+// header in the -shm file (c.shm); ok is false if the header is not
+// readable as one whole (both copies alike) or not initialised.
 func (c *checkpointer) walEnd() (int64, bool, error) {
-	shm, err := os.Open(c.dbPath + "-shm")
-	if err != nil {
-		return 0, false, err
+	if c.shm == nil {
+		return 0, false, nil
 	}
-	defer shm.Close()
 	var h [2 * walHeaderSize]byte
-	if n, _ := shm.ReadAt(h[:], 0); n < len(h) {
+	if n, _ := c.shm.ReadAt(h[:], 0); n < len(h) {
 		return 0, false, nil
 	}
 	if string(h[:walHeaderSize]) != string(h[walHeaderSize:]) ||
