@@ -199,11 +199,17 @@ func TestRedisServerGoneThenBack(t *testing.T) {
 		time.Sleep(700 * time.Millisecond)
 		p.Up()
 	}()
+	// Let the client's kernel take in the proxy's closes first: a pooled
+	// connection it still believes open carries the Txn's commit (the
+	// first command of a seeded Txn), and an EOF in reply to a commit
+	// sent is an outcome unknown, rightly not retried. Under the load of
+	// the whole suite that happened once in CI.
+	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
 	if err := s.Txn(ctx, increment(k)); err != nil {
 		t.Fatalf("Txn across an outage: %v", err)
 	}
-	if time.Since(start) < 500*time.Millisecond {
+	if time.Since(start) < 400*time.Millisecond {
 		t.Errorf("Txn finished in %v, during the outage", time.Since(start))
 	}
 	var v []byte
