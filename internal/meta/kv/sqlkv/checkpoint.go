@@ -42,6 +42,7 @@ const (
 
 // checkpointer runs background checkpoints and WAL syncs for one database.
 type checkpointer struct {
+	connMu  sync.Mutex          // one user of conn at a time (tests call extendWAL too)
 	conn    *sqlite3.SQLiteConn // its own connection, not query-only
 	dbPath  string
 	walPath string
@@ -109,7 +110,9 @@ func (c *checkpointer) run() {
 			return
 		case <-c.kick:
 		}
+		c.connMu.Lock()
 		_, err := c.conn.Exec("PRAGMA wal_checkpoint(PASSIVE)", nil)
+		c.connMu.Unlock()
 		var se sqlite3.Error
 		if errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
 			err = nil // another process is checkpointing; the next kick retries
@@ -198,18 +201,20 @@ func syncPath(path string) error {
 	return err
 }
 
-// closeShm closes the -shm file, once no connection of the pool is open
-// (see shm).
-func (c *checkpointer) closeShm() {
+// closeFiles closes the -shm file and the descriptors of the mapped files
+// (resident.go), once no connection of the pool is open (see shm). Call
+// it after close.
+func (c *checkpointer) closeFiles() {
 	if c.shm != nil {
 		_ = c.shm.Close()
 		c.shm = nil
 	}
+	c.res.closeFiles()
 }
 
 // close stops the goroutine and closes its connection; it returns the
 // error of the last background checkpoint, if it failed. The -shm file
-// stays open (closeShm).
+// and the mapped files stay open (closeFiles).
 func (c *checkpointer) close() error {
 	close(c.stop)
 	<-c.stopped

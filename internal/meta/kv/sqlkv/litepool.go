@@ -257,7 +257,7 @@ func (p *litePool) close() error {
 	}
 	if p.ckpt != nil && len(free) == len(p.all) {
 		// Last: a connection left open keeps its locks (checkpointer.shm).
-		p.ckpt.closeShm()
+		p.ckpt.closeFiles()
 	}
 	return errors.Join(errs...)
 }

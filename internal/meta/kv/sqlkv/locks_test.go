@@ -5,7 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"shoal/internal/meta/kv"
 )
@@ -83,5 +87,45 @@ func TestSQLiteOtherProcessChild(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSQLiteKeepsItsLocks: once a store has opened, committed, and
+// mapped its files (resident.go) and read the WAL index (walahead.go),
+// this process still holds SQLite's POSIX locks: the SHARED lock on the
+// database file and the dead man switch on the -shm. Closing any
+// descriptor of a file drops every lock the process holds on it, so a
+// descriptor opened beside SQLite's and closed (resident.go once closed
+// the one it mapped the database through) would lose them.
+func TestSQLiteKeepsItsLocks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	st := openSQLiteAt(t, path)
+	fillSQLite(t, st, 2*ckptEvery) // background checkpoints, refreshes, writes ahead
+	c := st.(*Store).pool.(*litePool).ckpt
+	if err := c.extendWAL(); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, st, []byte("key000001"))
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		t.Skipf("no /proc/locks: %v", err)
+	}
+	for _, f := range []string{path, path + "-shm"} {
+		var sb unix.Stat_t
+		if err := unix.Stat(f, &sb); err != nil {
+			t.Fatal(err)
+		}
+		// /proc/locks: "1: POSIX ADVISORY READ <pid> <maj>:<min>:<ino> <start> <end>".
+		held := false
+		for _, line := range strings.Split(string(locks), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) >= 6 && fields[1] == "POSIX" && fields[4] == strconv.Itoa(os.Getpid()) &&
+				strings.HasSuffix(fields[5], ":"+strconv.FormatUint(sb.Ino, 10)) {
+				held = true
+			}
+		}
+		if !held {
+			t.Errorf("this process holds no POSIX lock on %s; /proc/locks:\n%s", filepath.Base(f), locks)
+		}
 	}
 }

@@ -63,6 +63,12 @@ type residentFile struct {
 	path string
 	ino  uint64 // the inode mapped (a file replaced under path is mapped afresh)
 	mem  []byte // the mapping; never dereferenced
+	// fds are the descriptors opened to map the file. None is closed
+	// before closeFiles (after the pool's last connection): closing any
+	// descriptor of the database file drops the locks SQLite's
+	// connections in this process hold on it (the SHARED lock that tells
+	// other processes the database is in use).
+	fds []int
 }
 
 // resident keeps a database file and its WAL mapped; only the
@@ -123,8 +129,8 @@ func (f *residentFile) mapTo(size int64) {
 		if err != nil {
 			return
 		}
+		f.fds = append(f.fds, fd) // closed by closeFiles, not here
 		mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-		_ = unix.Close(fd) // the mapping holds the file
 		if err != nil {
 			return
 		}
@@ -147,9 +153,20 @@ func (f *residentFile) unmap() {
 	}
 }
 
-// close unmaps every file.
+// close unmaps every file. The descriptors stay open (closeFiles).
 func (r *resident) close() {
 	for _, f := range r.files {
 		f.unmap()
+	}
+}
+
+// closeFiles closes the descriptors opened to map the files, once no
+// connection of the pool is open (see residentFile.fds).
+func (r *resident) closeFiles() {
+	for _, f := range r.files {
+		for _, fd := range f.fds {
+			_ = unix.Close(fd)
+		}
+		f.fds = nil
 	}
 }

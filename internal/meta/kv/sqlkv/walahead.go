@@ -85,6 +85,8 @@ func (c *checkpointer) extendWAL() error {
 // past the last frame is walAhead, or when the lock is busy or the WAL
 // index cannot be read.
 func (c *checkpointer) extendStep() (int, error) {
+	c.connMu.Lock()
+	defer c.connMu.Unlock()
 	if _, err := c.conn.Exec("BEGIN IMMEDIATE", nil); err != nil {
 		if se := (sqlite3.Error{}); errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked) {
 			return 0, nil
