@@ -98,11 +98,13 @@ var errSnapReply = errors.New("rediskv: unexpected reply of the short-scan scrip
 
 // snapScan reads the whole of a Scan of r (a prefix shorter than
 // kv.ScanPrefixLen) with at most limit keys by snapScript, if this
-// attempt may: the first of a View, nothing WATCHed, no page read ahead.
+// attempt may: the first of a View, nothing WATCHed, no page read ahead,
+// and no earlier round read at one instant unchecked (snapped: a script
+// Scan or a plain MGET, tx.read; the script compares only the checks).
 // ok false: it did not (and changed nothing); the Scan takes the WATCHed
-// path.
+// path, whose first round ends a snapped attempt as a conflict.
 func (t *tx) snapScan(r scanRange, limit int) (pairs []pair, ok bool, err error) {
-	if !t.snapOK || !t.readOnly || t.watching || t.token != "" || t.ahead != nil ||
+	if !t.snapOK || t.snapped || !t.readOnly || t.watching || t.token != "" || t.ahead != nil ||
 		len(r.prefix) >= kv.ScanPrefixLen || limit <= 0 || limit > snapMax {
 		return nil, false, nil
 	}

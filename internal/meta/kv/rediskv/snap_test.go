@@ -226,3 +226,60 @@ func TestBigGetManyViewWatchesNothing(t *testing.T) {
 		t.Errorf("%d attempts, want 2 (the plain MGET's, then the WATCHed one)", attempts)
 	}
 }
+
+// TestSnappedViewThenShortScan: a View whose earlier round was read at one
+// instant without WATCHes or checks (a plain MGET of many keys, or a
+// short Scan by script) and which then Scans a short prefix does not get
+// the Scan from a later instant: the attempt ends as a conflict and the
+// retry reads both at one state, even when another client changed both
+// in between.
+func TestSnappedViewThenShortScan(t *testing.T) {
+	for _, first := range []string{"GetMany", "Scan"} {
+		t.Run(first, func(t *testing.T) {
+			a, b := twoStores(t)
+			keys := make([][]byte, 64)
+			set := func(s kv.Store, v string) {
+				t.Helper()
+				err := s.Txn(context.Background(), func(tx kv.Tx) error {
+					for i := range keys {
+						keys[i] = binary.BigEndian.AppendUint64([]byte("O"), uint64(i+1))
+						tx.Set(keys[i], []byte(v))
+					}
+					tx.Set([]byte("Qx"), []byte(v))
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			set(a, "old")
+			attempts := 0
+			var firstSaw, scanSaw string
+			err := a.View(context.Background(), func(tx kv.Tx) error {
+				attempts++
+				if first == "GetMany" {
+					vals, err := kv.GetMany(tx, keys)
+					if err != nil {
+						return err
+					}
+					firstSaw = string(vals[0])
+				} else {
+					err := tx.Scan([]byte("O"), nil, 100, func(k, v []byte) bool { firstSaw = string(v); return false })
+					if err != nil {
+						return err
+					}
+				}
+				if attempts == 1 {
+					set(b, "new")
+				}
+				return tx.Scan([]byte("Q"), nil, 10, func(k, v []byte) bool { scanSaw = string(v); return true })
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if firstSaw != scanSaw {
+				t.Errorf("after %d attempts the View's %s saw %q and its Scan %q: two instants", attempts, first, firstSaw, scanSaw)
+			}
+		})
+	}
+}
