@@ -94,13 +94,16 @@
 // memory; the pages stay reclaimable. It also keeps zeros written ahead
 // of the WAL's last frame (walahead.go), so that a commit and the
 // fdatasync of an fsync(2) overwrite blocks in place instead of growing
-// the file. Every descriptor the package opens on the database, its
-// -shm or its WAL beside SQLite's own stays open until the pool's last
-// connection is closed: closing any descriptor of a file drops every
-// POSIX lock the process holds on it, and other processes read SQLite's
-// locks to tell whether the database is still in use (one that takes
-// itself for the last user checkpoints and deletes the WAL and the -shm
-// under the connections still open). PostgreSQL goes through pgx's own
+// the file. Every descriptor the package opens on the database or its
+// -shm beside SQLite's own stays open until the pool's last connection
+// is closed (the WAL, which SQLite does not lock, is opened and closed
+// freely): closing any descriptor of a file drops every POSIX lock the
+// process holds on it, and other processes read SQLite's locks to tell
+// whether the database is still in use (one that takes itself for the
+// last user checkpoints and deletes the WAL and the -shm under the
+// connections still open). Two Stores of one database in one process
+// share those locks, so closing one drops the other's (tests do that;
+// a mount opens one). PostgreSQL goes through pgx's own
 // pool, not database/sql (pgpool.go).
 //
 // SQLite keeps the keys kvmeta names (kv.Cacher: attributes and entries)

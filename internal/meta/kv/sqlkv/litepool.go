@@ -34,6 +34,9 @@ type litePool struct {
 	readers chan *liteConn // free readers
 	all     []*liteConn
 	ckpt    *checkpointer
+	// closedAll: close closed every connection, so descriptors opened
+	// beside them may be closed too (checkpointer.shm).
+	closedAll bool
 }
 
 var _ pool = (*litePool)(nil)
@@ -255,7 +258,8 @@ func (p *litePool) close() error {
 		}
 		errs = append(errs, lc.c.Close())
 	}
-	if p.ckpt != nil && len(free) == len(p.all) {
+	p.closedAll = len(free) == len(p.all)
+	if p.ckpt != nil && p.closedAll {
 		// Last: a connection left open keeps its locks (checkpointer.shm).
 		p.ckpt.closeFiles()
 	}

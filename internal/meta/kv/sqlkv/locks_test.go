@@ -129,3 +129,27 @@ func TestSQLiteKeepsItsLocks(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLiteMapsThroughOneDescriptor: refreshing the mappings of the
+// database and the WAL (resident.go) many times, remapping after a
+// failure included, keeps one descriptor per file and inode, since none
+// may be closed before the last connection.
+func TestSQLiteMapsThroughOneDescriptor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meta.db")
+	st := openSQLiteAt(t, path)
+	fillSQLite(t, st, 10)
+	r := newResident(path, path+"-wal")
+	defer r.closeFiles()
+	for range 20 {
+		r.refresh()
+		for _, f := range r.files {
+			f.unmap() // as after a failed mremap: the next refresh maps afresh
+		}
+	}
+	for _, f := range r.files {
+		if n := len(f.retired); f.fd < 0 || n != 0 {
+			t.Errorf("%s: descriptor %d and %d retired after 20 refreshes of one inode, want one and none", filepath.Base(f.path), f.fd, n)
+		}
+	}
+	r.close()
+}

@@ -63,12 +63,16 @@ type residentFile struct {
 	path string
 	ino  uint64 // the inode mapped (a file replaced under path is mapped afresh)
 	mem  []byte // the mapping; never dereferenced
-	// fds are the descriptors opened to map the file. None is closed
-	// before closeFiles (after the pool's last connection): closing any
-	// descriptor of the database file drops the locks SQLite's
-	// connections in this process hold on it (the SHARED lock that tells
-	// other processes the database is in use).
-	fds []int
+	// fd is the descriptor the file is mapped through (-1: none), of the
+	// inode fdIno; retired are those of inodes replaced under path. None
+	// is closed before closeFiles (after the pool's last connection):
+	// closing any descriptor of the database file drops the locks
+	// SQLite's connections in this process hold on it (the SHARED lock
+	// that tells other processes the database is in use), whichever
+	// inode they hold them on.
+	fd      int
+	fdIno   uint64
+	retired []int
 }
 
 // resident keeps a database file and its WAL mapped; only the
@@ -81,7 +85,7 @@ type resident struct {
 func newResident(paths ...string) *resident {
 	r := &resident{}
 	for _, p := range paths {
-		r.files = append(r.files, &residentFile{path: p})
+		r.files = append(r.files, &residentFile{path: p, fd: -1})
 	}
 	return r
 }
@@ -125,12 +129,22 @@ func (f *residentFile) refresh(full bool) {
 func (f *residentFile) mapTo(size int64) {
 	old := len(f.mem)
 	if old == 0 {
-		fd, err := unix.Open(f.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return
+		if f.fd < 0 || f.fdIno != f.ino {
+			fd, err := unix.Open(f.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return
+			}
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) != nil || st.Ino != f.ino {
+				f.retired = append(f.retired, fd) // replaced again meanwhile
+				return
+			}
+			if f.fd >= 0 {
+				f.retired = append(f.retired, f.fd)
+			}
+			f.fd, f.fdIno = fd, st.Ino
 		}
-		f.fds = append(f.fds, fd) // closed by closeFiles, not here
-		mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+		mem, err := unix.Mmap(f.fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 		if err != nil {
 			return
 		}
@@ -164,9 +178,11 @@ func (r *resident) close() {
 // connection of the pool is open (see residentFile.fds).
 func (r *resident) closeFiles() {
 	for _, f := range r.files {
-		for _, fd := range f.fds {
-			_ = unix.Close(fd)
+		for _, fd := range append(f.retired, f.fd) {
+			if fd >= 0 {
+				_ = unix.Close(fd)
+			}
 		}
-		f.fds = nil
+		f.fd, f.retired = -1, nil
 	}
 }

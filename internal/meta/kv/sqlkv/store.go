@@ -304,7 +304,13 @@ func (s *Store) Close() error {
 		return errClosed
 	}
 	if s.lite != nil {
-		defer s.lite.close()
+		defer func() {
+			// A connection left open keeps its locks: the cache's -shm
+			// descriptor stays open with it (checkpointer.shm).
+			if lp, ok := s.pool.(*litePool); !ok || lp.closedAll {
+				s.lite.close()
+			}
+		}()
 	}
 	if err := s.pool.close(); err != nil {
 		return fmt.Errorf("sqlkv: %s: close: %w", s.name, err)

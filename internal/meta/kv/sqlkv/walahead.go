@@ -94,8 +94,13 @@ func (c *checkpointer) extendStep() (int, error) {
 		return 0, err
 	}
 	n, err := c.writeAhead()
-	if _, rerr := c.conn.Exec("ROLLBACK", nil); rerr != nil {
-		err = errors.Join(err, rerr)
+	// The write lock must not outlive the step: every writer would wait
+	// for it. A failed ROLLBACK is tried again while the transaction is
+	// open.
+	for i := 0; i < 3 && !c.conn.AutoCommit(); i++ {
+		if _, rerr := c.conn.Exec("ROLLBACK", nil); rerr != nil && i == 2 {
+			err = errors.Join(err, rerr)
+		}
 	}
 	return n, err
 }
