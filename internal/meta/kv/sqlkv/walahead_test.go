@@ -3,7 +3,6 @@ package sqlkv
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,31 +74,19 @@ func TestSQLiteWALWrittenAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	crashed := filepath.Join(t.TempDir(), "meta.db")
-	copyFile(t, path, crashed)
-	copyFile(t, path+"-wal", crashed+"-wal")
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(crashed+suffix, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cp := openSQLiteAt(t, crashed)
 	for i := range commits {
 		if v := mustGet(t, cp, fmt.Appendf(nil, "key%06d", i)); string(v) != fmt.Sprint(i) {
 			t.Fatalf("after recovery from a WAL ending in zeros, key %d is %q, want %q (%d commits)", i, v, fmt.Sprint(i), commits)
 		}
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
