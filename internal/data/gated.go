@@ -23,9 +23,10 @@ import (
 // batch's Sync on a goroutine of its own, then runs CommitFunc itself
 // with a commit gate (meta.WithCommitGate) that waits for that Sync: the
 // engine awaits it last, before it commits, and a failed Put or sync
-// fails the transaction, which commits nothing. Only Stores whose CommitFuncs await the gate do this
-// (Config.GatedCommit, set by the volume for kvmeta engines): elsewhere
-// the commit would no longer follow the block.
+// fails the transaction, which commits nothing. Only Stores whose
+// CommitFuncs await the gate do this (Config.GatedCommit, set by the
+// volume for kvmeta engines): elsewhere the commit would no longer follow
+// the block.
 //
 // Only prepared names take this path: their Put is a local write and
 // fdatasync, so a SQLite writer's lock held across the wait is held for

@@ -86,6 +86,11 @@
 //     nothing: WATCHing it would cost Redis O(n²) (it compares each new
 //     WATCH with every one the connection holds). If fn then reads more
 //     from Redis, the attempt is a conflict and the next one WATCHes.
+//     Likewise a View's first attempt whose first read round has more
+//     than maxChecks keys reads them in one plain MGET, WATCHing
+//     nothing (a mount's flush reads 1024 orphan marks at a time): one
+//     command, one instant, and a later read round, a short Scan by
+//     script included, ends the attempt as a conflict (tx.read).
 //  3. Writes are buffered in the transaction (Get and Scan read them
 //     back, merged in key order) and nothing reaches Redis before commit.
 //  4. Commit: with nothing WATCHed, a transaction without writes (a View,
