@@ -51,6 +51,7 @@ type checkpointer struct {
 	kick    chan struct{} // buffered 1: a checkpoint is wanted
 	stop    chan struct{}
 	stopped chan struct{}
+	mapped  chan struct{} // closed once the files are first mapped (tests wait for it)
 
 	mu      sync.Mutex
 	lastErr error    // of the last background checkpoint, for close
@@ -79,6 +80,7 @@ func newCheckpointer(conn *sqlite3.SQLiteConn, dbPath string) *checkpointer {
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
+		mapped:  make(chan struct{}),
 	}
 	if f, err := os.Open(dbPath + "-shm"); err == nil {
 		c.shm = f
@@ -104,6 +106,7 @@ func (c *checkpointer) run() {
 	defer close(c.stopped)
 	defer c.res.close()
 	c.res.refresh()
+	close(c.mapped)
 	for {
 		select {
 		case <-c.stop:
